@@ -1,0 +1,1 @@
+"""Benchmark harness: everything that is not specific to one operator."""

@@ -1,0 +1,79 @@
+"""Compare a backend's outputs and input gradients against a float64 reference.
+
+The reference is the baseline backend run on inputs upcast to float64, with the same
+``dy`` (upcast) in backward modes.  A tensor passes when every element satisfies
+``|actual - ref| <= atol + rtol * |ref|``; NaN or Inf where the reference is finite, a wrong
+shape, a wrong dtype or a missing gradient fails with a message saying which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    """Outcome of one comparison: pass/fail, the worst errors, and why it failed."""
+
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    reason: str | None = None
+
+
+def _compare(name: str, actual: torch.Tensor | None, ref: torch.Tensor, dtype: torch.dtype,
+             rtol: float, atol: float) -> AccuracyResult:
+    if actual is None:
+        return AccuracyResult(False, float("nan"), float("nan"), f"{name}: missing")
+    if tuple(actual.shape) != tuple(ref.shape):
+        return AccuracyResult(
+            False, float("nan"), float("nan"),
+            f"{name}: shape {tuple(actual.shape)}, expected {tuple(ref.shape)}",
+        )
+    if actual.dtype != dtype:
+        return AccuracyResult(
+            False, float("nan"), float("nan"), f"{name}: dtype {actual.dtype}, expected {dtype}"
+        )
+    got = actual.detach().to(torch.float64)
+    want = ref.detach().to(device=got.device, dtype=torch.float64)
+    bad_values = ~torch.isfinite(got) & torch.isfinite(want)
+    err = (got - want).abs()
+    rel = err / want.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    max_abs = float(err.max()) if err.numel() else 0.0
+    max_rel = float(rel.max()) if rel.numel() else 0.0
+    if bool(bad_values.any()):
+        return AccuracyResult(
+            False, max_abs, max_rel, f"{name}: {int(bad_values.sum())} non-finite values"
+        )
+    outside = err > atol + rtol * want.abs()
+    if bool(outside.any()):
+        return AccuracyResult(
+            False, max_abs, max_rel,
+            f"{name}: {int(outside.sum())}/{outside.numel()} elements outside "
+            f"rtol={rtol:g} atol={atol:g} (max abs err {max_abs:.3g})",
+        )
+    return AccuracyResult(True, max_abs, max_rel)
+
+
+def compare_all(names: Sequence[str], actual: Sequence[torch.Tensor | None],
+                reference: Sequence[torch.Tensor], dtype: torch.dtype,
+                rtol: float, atol: float) -> AccuracyResult:
+    """Compare tensors pairwise; fails on the first failing pair, else reports the worst errors."""
+    if len(actual) != len(reference):
+        return AccuracyResult(
+            False, float("nan"), float("nan"),
+            f"{len(actual)} tensors, expected {len(reference)}",
+        )
+    results = [
+        _compare(name, got, want, dtype, rtol, atol)
+        for name, got, want in zip(names, actual, reference, strict=True)
+    ]
+    failed = [r for r in results if not r.passed]
+    worst_abs = max((r.max_abs_err for r in results), default=0.0)
+    worst_rel = max((r.max_rel_err for r in results), default=0.0)
+    if failed:
+        return AccuracyResult(False, worst_abs, worst_rel, "; ".join(r.reason or "" for r in failed))
+    return AccuracyResult(True, worst_abs, worst_rel)

@@ -1,0 +1,105 @@
+"""Metric definitions and their derivation from one cell's measurement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.accuracy import AccuracyResult
+from harness.timing import SampleStats
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    unit: str
+    description: str
+
+
+METRICS: dict[str, MetricInfo] = {
+    "latency": MetricInfo("ms", "median time per call, shown with its spread (half p20-p80 / median)"),
+    "speedup": MetricInfo("x", "baseline median latency / backend median latency"),
+    "accuracy": MetricInfo("bool", "1 if every output/gradient matches the float64 reference"),
+    "gbps": MetricInfo("GB/s", "bytes moved (operator's model for the mode) / median latency"),
+    "tflops": MetricInfo("TFLOP/s", "floating-point operations (operator's model) / median latency"),
+    "pct_peak": MetricInfo(
+        "%", "gbps / measured copy bandwidth (memory-bound ops) or tflops / dense peak (matmuls)"
+    ),
+    "peak_mem": MetricInfo("MB", "peak device memory allocated during one call (CUDA only)"),
+    "compile_time": MetricInfo("ms", "set-up plus first call, minus the steady-state median"),
+}
+DEFAULT_METRICS = ("latency", "speedup", "accuracy")
+
+
+@dataclass
+class Measurement:
+    """What the runner measured for one (shape, backend) cell."""
+
+    stats: SampleStats | None = None
+    accuracy: AccuracyResult | None = None
+    first_call_ms: float | None = None
+    peak_mem_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The cell's work model and the device ceilings it is compared with."""
+
+    bytes_moved: int | None
+    flops: int | None
+    compute_bound: bool
+    copy_gbps: float | None
+    peak_tflops: float | None
+
+
+class MetricUnavailable(Exception):
+    """A metric that cannot be computed for this cell; the message says why."""
+
+
+def metric_value(metric: str, m: Measurement, roof: Roofline,
+                 baseline_p50: float | None) -> float:
+    """The value of ``metric`` for one cell; raises :class:`MetricUnavailable` with a reason."""
+    if metric == "accuracy":
+        if m.accuracy is None:
+            raise MetricUnavailable("accuracy was not checked")
+        return 1.0 if m.accuracy.passed else 0.0
+    if metric == "peak_mem":
+        if m.peak_mem_bytes is None:
+            raise MetricUnavailable("peak_mem is measured on CUDA only")
+        return m.peak_mem_bytes / 1e6
+    if m.stats is None:
+        raise MetricUnavailable("not timed")
+    p50 = m.stats.p50
+    if metric == "latency":
+        return p50
+    if metric == "compile_time":
+        if m.first_call_ms is None:
+            raise MetricUnavailable("first call not timed")
+        return max(m.first_call_ms - p50, 0.0)
+    if metric == "speedup":
+        if baseline_p50 is None:
+            raise MetricUnavailable("the baseline has no latency")
+        return baseline_p50 / p50
+    if metric == "gbps":
+        return _gbps(roof, p50)
+    if metric == "tflops":
+        return _tflops(roof, p50)
+    if metric == "pct_peak":
+        if roof.compute_bound:
+            if roof.peak_tflops is None:
+                raise MetricUnavailable("no peak TFLOP/s known for this device")
+            return 100.0 * _tflops(roof, p50) / roof.peak_tflops
+        if roof.copy_gbps is None:
+            raise MetricUnavailable("copy bandwidth not measured")
+        return 100.0 * _gbps(roof, p50) / roof.copy_gbps
+    raise MetricUnavailable(f"unknown metric {metric}")
+
+
+def _gbps(roof: Roofline, p50_ms: float) -> float:
+    if roof.bytes_moved is None:
+        raise MetricUnavailable("operator has no bytes model for this mode")
+    return roof.bytes_moved / (p50_ms * 1e-3) / 1e9
+
+
+def _tflops(roof: Roofline, p50_ms: float) -> float:
+    if roof.flops is None:
+        raise MetricUnavailable("operator has no flop model for this mode")
+    return roof.flops / (p50_ms * 1e-3) / 1e12

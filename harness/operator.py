@@ -1,0 +1,200 @@
+"""The operator authoring surface: ``BenchmarkOperator``, ``register_benchmark`` and ``Mode``.
+
+An operator subclasses :class:`BenchmarkOperator`, yields example inputs per shape, and
+decorates one method per backend with :func:`register_benchmark`.  A backend method receives
+the inputs and returns a zero-argument callable that runs the operation; everything that is
+set-up (allocation, compilation, config loading) happens before it returns.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+Output = torch.Tensor | tuple[torch.Tensor, ...]
+Shape = tuple[int, ...]
+
+DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (5e-3, 1e-3),
+    torch.bfloat16: (2e-2, 1e-2),
+}
+DTYPE_NAMES: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+
+
+class Mode(str, enum.Enum):
+    """What a benchmark times."""
+
+    FWD = "fwd"
+    FWD_NO_GRAD = "fwd_no_grad"
+    BWD = "bwd"
+    FWD_BWD = "fwd_bwd"
+
+    @property
+    def needs_grad(self) -> bool:
+        """Whether differentiable inputs require grad in this mode."""
+        return self is not Mode.FWD_NO_GRAD
+
+    @property
+    def checks_outputs(self) -> bool:
+        return self is not Mode.BWD
+
+    @property
+    def checks_grads(self) -> bool:
+        return self in (Mode.BWD, Mode.FWD_BWD)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A registered implementation of an operator."""
+
+    name: str
+    method: str
+    baseline: bool
+    fwd_only: bool
+
+
+def register_benchmark(
+    baseline: bool = False, label: str | None = None, fwd_only: bool = False
+) -> Callable[[Callable[..., Callable[[], Output]]], Callable[..., Callable[[], Output]]]:
+    """Mark an operator method as a backend.
+
+    ``label`` names the backend in tables and records (default: the method name); it must not
+    contain ``-``, which separates backend and metric in column names.
+    """
+
+    def mark(method: Callable[..., Callable[[], Output]]) -> Callable[..., Callable[[], Output]]:
+        name = label or method.__name__
+        if "-" in name:
+            raise ValueError(f"backend label {name!r} must not contain '-'")
+        method._benchmark = Backend(name, method.__name__, baseline, fwd_only)  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
+class BenchmarkOperator:
+    """Base class of every operator; subclasses fill in the class variables and hooks."""
+
+    name: ClassVar[str]
+    x_val_label: ClassVar[str]
+    supported_dtypes: ClassVar[tuple[torch.dtype, ...]] = (
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+    )
+    compute_bound: ClassVar[bool] = False
+    bwd_seed: ClassVar[int] = 1234
+
+    def __init__(self, device: str, dtype: torch.dtype, options: dict[str, Any] | None = None):
+        self.device = device
+        self.dtype = dtype
+        self.options = options or {}
+        self._dy_cache: dict[tuple[Shape, ...], tuple[torch.Tensor, ...]] = {}
+
+    @classmethod
+    def add_options(cls, parser: Any) -> None:
+        """Add operator-specific command-line options (``parser`` is an argparse group)."""
+
+    @classmethod
+    def backends(cls) -> list[Backend]:
+        """Registered backends, baseline first, then in definition order."""
+        found: list[Backend] = []
+        for klass in reversed(cls.__mro__):
+            for attr in vars(klass).values():
+                backend = getattr(attr, "_benchmark", None)
+                if backend is not None and backend not in found:
+                    found.append(backend)
+        return sorted(found, key=lambda b: not b.baseline)
+
+    @classmethod
+    def baseline(cls) -> Backend:
+        return next(b for b in cls.backends() if b.baseline)
+
+    # --- inputs -------------------------------------------------------------------------
+    def default_shapes(self) -> list[Shape]:
+        """The default sweep for ``self.device``."""
+        raise NotImplementedError
+
+    def shape_arity(self) -> int:
+        """How many integers one ``--shape`` takes."""
+        return len(self.default_shapes()[0])
+
+    def make_inputs(self, shape: Shape) -> tuple[Any, ...]:
+        """Fresh random inputs for ``shape`` (never zeros)."""
+        raise NotImplementedError
+
+    def differentiable(self, inputs: Sequence[Any]) -> list[int]:
+        """Indices of inputs that take gradients: by default every floating-point tensor."""
+        return [
+            i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()
+        ]
+
+    def x_val(self, shape: Shape) -> int | Shape:
+        """The row label of a shape in tables and records."""
+        return shape[0] if len(shape) == 1 else shape
+
+    # --- models -------------------------------------------------------------------------
+    def bytes_moved(self, shape: Shape, mode: Mode) -> int | None:
+        """Fewest bytes through device memory per call in ``mode`` (None: no model)."""
+        return None
+
+    def flops(self, shape: Shape, mode: Mode) -> int | None:
+        """Floating-point operations per call in ``mode`` (None: no model)."""
+        return None
+
+    def tolerance(self, shape: Shape) -> tuple[float, float]:
+        """(rtol, atol) for comparing against the float64 reference."""
+        return DEFAULT_TOLERANCES[self.dtype]
+
+    def skip_reason(self, backend: Backend) -> str | None:
+        """Why ``backend`` cannot run with this device and dtype (None: it can)."""
+        return None
+
+    # --- backward -----------------------------------------------------------------------
+    def grad_outputs(self, outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        """One ``dy`` per output, drawn with a fixed seed and shared by every backend.
+
+        Drawn in the benchmark dtype and cast to each output's dtype, so the float64
+        reference sees exactly the values the backends see.
+        """
+        key = tuple(tuple(o.shape) for o in outputs)
+        if key not in self._dy_cache:
+            generator = torch.Generator(device=outputs[0].device).manual_seed(self.bwd_seed)
+            self._dy_cache[key] = tuple(
+                torch.randn(o.shape, generator=generator, device=o.device).to(self.dtype)
+                for o in outputs
+            )
+        return tuple(d.to(o.dtype) for d, o in zip(self._dy_cache[key], outputs, strict=True))
+
+    def get_bwd_fn(self, fwd_output: Output) -> Callable[[], None]:
+        """A callable running the backward of ``fwd_output`` on its retained graph."""
+        outputs = as_tuple(fwd_output)
+        dys = self.grad_outputs(outputs)
+
+        def backward() -> None:
+            torch.autograd.backward(outputs, dys, retain_graph=True)
+
+        return backward
+
+
+def as_tuple(output: Output) -> tuple[torch.Tensor, ...]:
+    """A backend's output as a tuple of tensors."""
+    if isinstance(output, torch.Tensor):
+        return (output,)
+    if isinstance(output, tuple) and all(isinstance(o, torch.Tensor) for o in output):
+        return output
+    raise TypeError(f"a backend must return a tensor or a tuple of tensors, not {type(output)}")
+
+
+def numel(shape: Shape) -> int:
+    return math.prod(shape)

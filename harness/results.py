@@ -1,0 +1,187 @@
+"""Result records, the run header, and atomic JSON/CSV writers and readers.
+
+A result file is ``{"schema": 1, "header": {...}, "records": [...]}``: one long-format
+record per (op, mode, dtype, x_val, backend, metric).  Values are numbers or null, never
+strings; a failed cell has ``status: "error"`` and its message in ``error``; a cell that
+cannot run on this device/dtype has ``status: "skipped"`` and the reason in ``error``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import io
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "error", "skipped")
+
+
+@dataclass
+class Record:
+    """One measured value (or its failure) for one cell of one metric."""
+
+    op: str
+    mode: str
+    dtype: str
+    x_val: int | list[int]
+    backend: str
+    metric: str
+    value: float | None
+    unit: str
+    status: str = "ok"
+    error: str | None = None
+    note: str | None = None
+    p20: float | None = None
+    p50: float | None = None
+    p80: float | None = None
+    n_samples: int | None = None
+    extra: dict[str, float | None] = field(default_factory=dict)
+
+    def cell(self) -> tuple[str, str, str, tuple[int, ...], str]:
+        """The (op, mode, dtype, x_val, backend) this record belongs to."""
+        x = tuple(self.x_val) if isinstance(self.x_val, list) else (self.x_val,)
+        return (self.op, self.mode, self.dtype, x, self.backend)
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    return value
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def make_header(device: str, argv: list[str], device_facts: dict[str, Any]) -> dict[str, Any]:
+    """The run header: when, which code, which machine and versions, which command."""
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        device_name = props.name
+        driver = _nvidia_driver()
+    else:
+        device_name = platform.processor() or platform.machine()
+        driver = None
+    return {
+        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(),
+        "device": device,
+        "device_name": device_name,
+        "driver": driver,
+        "cuda": torch.version.cuda,
+        "torch": torch.__version__,
+        "triton": _package_version("triton"),
+        "helion": _package_version("helion"),
+        "python": platform.python_version(),
+        "command": " ".join(argv),
+        **device_facts,
+    }
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, header: dict[str, Any], records: list[Record]) -> None:
+    """Write a result file atomically (temp file + rename)."""
+    payload = {
+        "schema": SCHEMA_VERSION,
+        "header": _finite_or_none(header),
+        "records": [_finite_or_none(dataclasses.asdict(r)) for r in records],
+    }
+    _atomic_write(path, json.dumps(payload, indent=1, allow_nan=False) + "\n")
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be read: the message says which file and why."""
+
+
+def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
+    """Load a result file back into its header and records."""
+    try:
+        payload = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ResultFileError(f"{path}: cannot read ({exc.strerror})") from exc
+    except json.JSONDecodeError as exc:
+        raise ResultFileError(f"{path}: not valid JSON, truncated or corrupt ({exc.msg})") from exc
+    if not isinstance(payload, dict) or payload.get("schema") != SCHEMA_VERSION:
+        raise ResultFileError(f"{path}: not a result file of schema {SCHEMA_VERSION}")
+    names = {f.name for f in dataclasses.fields(Record)}
+    try:
+        records = [Record(**{k: v for k, v in r.items() if k in names}) for r in payload["records"]]
+    except (KeyError, TypeError) as exc:
+        raise ResultFileError(f"{path}: malformed records ({exc})") from exc
+    return payload["header"], records
+
+
+def csv_text(header_row: list[str], rows: list[list[Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header_row)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_csv(path: Path, header_row: list[str], rows: list[list[Any]]) -> None:
+    """Write a table as CSV atomically."""
+    _atomic_write(path, csv_text(header_row, rows))
+
+
+def default_result_name(ops: list[str], modes: list[str], dtype: str, suffix: str) -> str:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{'+'.join(ops)}_{'+'.join(modes)}_{dtype}_{stamp}.{suffix}"
+
+
+def python_argv() -> list[str]:
+    return [Path(sys.argv[0]).name, *sys.argv[1:]]

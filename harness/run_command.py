@@ -1,0 +1,181 @@
+"""The benchmark run behind ``run.py``: resolve options, sweep, print tables, write files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from harness.cli import (
+    UsageError, default_output, modes_from, parse_shapes, resolve_device, resolve_dtype,
+    validate_choices,
+)
+from harness.device import declared_peak_tflops, measure_copy_gbps
+from harness.metrics import METRICS
+from harness.operator import DTYPE_NAMES, BenchmarkOperator
+from harness.results import (
+    Record, default_result_name, make_header, python_argv, write_csv, write_json,
+)
+from harness.runner import SweepSettings, run_sweep
+from harness.table import TableData, group_records, render
+from harness.timing import make_timer
+from operators import load_operator, operator_names
+
+
+def _print_lists(args: argparse.Namespace) -> bool:
+    if args.list_ops:
+        print("\n".join(operator_names()))
+        return True
+    if args.list_metrics:
+        for name, info in METRICS.items():
+            print(f"{name:<13}{info.unit:<9}{info.description}")
+        return True
+    if args.list_backends:
+        for name in args.op or operator_names():
+            backends = load_operator(name).backends()
+            listed = [b.name + (" (baseline)" if b.baseline else "") for b in backends]
+            print(f"{name}: {', '.join(listed)}")
+        return True
+    return False
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Two passes: the first finds the operators, whose own options join the second."""
+    first, _ = parser.parse_known_args(argv)
+    if first.op:
+        validate_choices("op", first.op, operator_names())
+    for name in first.op or []:
+        op = load_operator(name)
+        op.add_options(parser.add_argument_group(f"{name} options"))
+    return parser.parse_args(argv)
+
+
+def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[list[str], str]:
+    names = [b.name for b in op.backends()]
+    validate_choices(f"backend for {op.name}", (args.only or []) + args.skip, names)
+    if args.baseline:
+        validate_choices(f"baseline for {op.name}", [args.baseline], names)
+    baseline = args.baseline or op.baseline().name
+    chosen = [n for n in names if (args.only is None or n in args.only) and n not in args.skip]
+    if "speedup" in args.metrics and baseline not in chosen:
+        chosen.insert(0, baseline)
+    chosen.sort(key=lambda n: n != baseline)
+    return chosen, baseline
+
+
+def _progress_bar() -> tuple[Progress | None, Callable[[str], None]]:
+    if not sys.stderr.isatty():
+        return None, lambda _: None
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   transient=True)
+    task = bar.add_task("starting")
+    return bar, lambda text: bar.update(task, description=text)
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    """Run the benchmarks ``argv`` asks for; returns the exit status."""
+    args = _parse(parser, argv)
+    if _print_lists(args):
+        return 0
+    if not args.op:
+        raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
+    validate_choices("metric", args.metrics, list(METRICS))
+    modes = modes_from(args)
+    device = resolve_device(args.device)
+    precision = args.precision or ("bf16" if device == "cuda" else "fp32")
+    timer = make_timer(
+        device,
+        args.warmup if args.warmup is not None else (25.0 if device == "cuda" else 5.0),
+        args.rep if args.rep is not None else (100.0 if device == "cuda" else 50.0),
+        args.cudagraph,
+    )
+    plans = []
+    for name in args.op:
+        op_class = load_operator(name)
+        dtype = resolve_dtype(op_class, precision)
+        op = op_class(device, dtype, vars(args))
+        shapes = (parse_shapes(args.shape, op.shape_arity(), name) if args.shape
+                  else op.default_shapes())
+        end = None if args.num_inputs is None else args.input_id + args.num_inputs
+        shapes = shapes[args.input_id:end]
+        if not shapes:
+            raise UsageError(f"--input-id {args.input_id} is past {name}'s last shape")
+        plans.append((op, shapes, *_backends(op_class, args)))
+
+    copy_gbps = measure_copy_gbps(device, timer)
+    header = make_header(device, python_argv(), {
+        "copy_gbps": copy_gbps,
+        "peak_tflops": declared_peak_tflops(device, DTYPE_NAMES[precision]),
+        "precision": precision,
+    })
+    json_path = default_output(
+        args.output_json, args.output_dir,
+        default_result_name(args.op, [m.value for m in modes], precision, "json"),
+    )
+    records: list[Record] = []
+
+    def sink(new: list[Record]) -> None:
+        records.extend(new)
+        if json_path is not None:
+            write_json(json_path, header, records)
+
+    bar, progress = _progress_bar()
+    interrupted = False
+    try:
+        if bar is not None:
+            bar.start()
+        for op, shapes, backends, baseline in plans:
+            for mode in modes:
+                settings = SweepSettings(
+                    metrics=args.metrics, backends=backends, speedup_baseline=baseline,
+                    shapes=shapes, timer=timer, rtol=args.rtol, atol=args.atol,
+                    copy_gbps=copy_gbps, peak_tflops=header["peak_tflops"], seed=args.seed,
+                    progress=progress,
+                )
+                run_sweep(op, mode, settings, sink)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if bar is not None:
+            bar.stop()
+    labels = {op.name: op.x_val_label for op, *_ in plans}
+    _report(records, labels, args, precision)
+    print(f"device: {header['device_name']}  copy bandwidth: {copy_gbps:.1f} GB/s")
+    if json_path is not None:
+        write_json(json_path, header, records)
+        print(f"results: {json_path}")
+    if interrupted:
+        print("interrupted: finished cells were kept", file=sys.stderr)
+        return 130
+    failed = _failed_cells(records)
+    if failed:
+        print(f"{len(failed)} cell(s) failed: " + ", ".join(sorted(failed)[:8]), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report(records: list[Record], labels: dict[str, str], args: argparse.Namespace,
+            precision: str) -> None:
+    groups = group_records(records)
+    for (op, mode, dtype), group in groups.items():
+        print(render(group, labels[op]))
+        print()
+        if args.csv is not None:
+            name = f"{op}_{mode}_{dtype}.csv"
+            path = default_output(args.csv, args.output_dir, name)
+            if args.csv and len(groups) > 1:
+                path = path.with_name(f"{path.stem}_{op}_{mode}_{dtype}{path.suffix or '.csv'}")
+            data = TableData(group, labels[op])
+            write_csv(path, data.header(), data.raw_rows())
+            print(f"csv: {path}")
+
+
+def _failed_cells(records: list[Record]) -> set[str]:
+    failed = set()
+    for r in records:
+        if r.status == "error" or (r.metric == "accuracy" and r.status == "ok" and r.value == 0):
+            failed.add(f"{r.op}/{r.mode}/{r.backend}/{r.x_val}")
+    return failed
+

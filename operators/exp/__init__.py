@@ -1,0 +1,1 @@
+"""The exp operator: elementwise exponential, forward and backward."""

@@ -1,0 +1,64 @@
+"""The exp operator: y = exp(x) on a flat tensor; backward dx = dy * y."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from harness.device import uses_interpreter
+from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
+
+CUDA_SIZES = [2**p for p in range(12, 29, 2)] + [10_000_019]
+CPU_SIZES = [4096, 65536, 100_003]
+
+
+class ExpOperator(BenchmarkOperator):
+    """Elementwise exponential; x_val is the number of elements."""
+
+    name = "exp"
+    x_val_label = "numel"
+
+    def default_shapes(self) -> list[Shape]:
+        return [(n,) for n in (CPU_SIZES if self.device == "cpu" else CUDA_SIZES)]
+
+    def make_inputs(self, shape: Shape) -> tuple[torch.Tensor]:
+        return (torch.randn(shape, device=self.device, dtype=self.dtype),)
+
+    def bytes_moved(self, shape: Shape, mode: Mode) -> int:
+        size = shape[0] * torch.tensor([], dtype=self.dtype).element_size()
+        # fwd: read x, write y.  bwd: read dy and y, write dx.
+        passes = {Mode.FWD: 2, Mode.FWD_NO_GRAD: 2, Mode.BWD: 3, Mode.FWD_BWD: 5}[mode]
+        return passes * size
+
+    def flops(self, shape: Shape, mode: Mode) -> int:
+        return shape[0] * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 1, Mode.FWD_BWD: 2}[mode]
+
+    def skip_reason(self, backend: Backend) -> str | None:
+        if (backend.name in ("triton", "helion") and self.dtype == torch.bfloat16
+                and uses_interpreter(self.device)):
+            return "bf16 is broken in Triton's CPU interpreter; run bf16 on a GPU"
+        return None
+
+    @register_benchmark(baseline=True)
+    def eager(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: torch.exp(x)
+
+    @register_benchmark()
+    def triton(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.exp.triton_impl import exp
+
+        return lambda: exp(x)
+
+    @register_benchmark()
+    def helion(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.exp.helion_impl import exp
+
+        return lambda: exp(x)
+
+    @register_benchmark()
+    def torch_compile(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+
+        fn = compiled(torch.exp)
+        return lambda: fn(x)
