@@ -15,7 +15,7 @@ from typing import NoReturn
 import torch
 
 from harness.device import default_device, prepare_backends
-from harness.metrics import DEFAULT_METRICS, METRICS
+from harness.metrics import DEFAULT_METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 
 EXAMPLES = """examples:

@@ -54,6 +54,10 @@ class MetricUnavailable(Exception):
     """A metric that cannot be computed for this cell; the message says why."""
 
 
+class MetricNotApplicable(MetricUnavailable):
+    """A metric this device or operator does not provide: the cell is skipped, not failed."""
+
+
 def metric_value(metric: str, m: Measurement, roof: Roofline,
                  baseline_p50: float | None) -> float:
     """The value of ``metric`` for one cell; raises :class:`MetricUnavailable` with a reason."""
@@ -63,7 +67,7 @@ def metric_value(metric: str, m: Measurement, roof: Roofline,
         return 1.0 if m.accuracy.passed else 0.0
     if metric == "peak_mem":
         if m.peak_mem_bytes is None:
-            raise MetricUnavailable("peak_mem is measured on CUDA only")
+            raise MetricNotApplicable("peak_mem is measured on CUDA only")
         return m.peak_mem_bytes / 1e6
     if m.stats is None:
         raise MetricUnavailable("not timed")
@@ -85,7 +89,7 @@ def metric_value(metric: str, m: Measurement, roof: Roofline,
     if metric == "pct_peak":
         if roof.compute_bound:
             if roof.peak_tflops is None:
-                raise MetricUnavailable("no peak TFLOP/s known for this device")
+                raise MetricNotApplicable("no peak TFLOP/s known for this device")
             return 100.0 * _tflops(roof, p50) / roof.peak_tflops
         if roof.copy_gbps is None:
             raise MetricUnavailable("copy bandwidth not measured")
@@ -95,11 +99,11 @@ def metric_value(metric: str, m: Measurement, roof: Roofline,
 
 def _gbps(roof: Roofline, p50_ms: float) -> float:
     if roof.bytes_moved is None:
-        raise MetricUnavailable("operator has no bytes model for this mode")
+        raise MetricNotApplicable("operator has no bytes model for this mode")
     return roof.bytes_moved / (p50_ms * 1e-3) / 1e9
 
 
 def _tflops(roof: Roofline, p50_ms: float) -> float:
     if roof.flops is None:
-        raise MetricUnavailable("operator has no flop model for this mode")
+        raise MetricNotApplicable("operator has no flop model for this mode")
     return roof.flops / (p50_ms * 1e-3) / 1e12

@@ -9,14 +9,24 @@ from collections.abc import Callable
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from harness.cli import (
-    UsageError, default_output, modes_from, parse_shapes, resolve_device, resolve_dtype,
+    UsageError,
+    default_output,
+    modes_from,
+    parse_shapes,
+    resolve_device,
+    resolve_dtype,
     validate_choices,
 )
 from harness.device import declared_peak_tflops, measure_copy_gbps
 from harness.metrics import METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator
 from harness.results import (
-    Record, default_result_name, make_header, python_argv, write_csv, write_json,
+    Record,
+    default_result_name,
+    make_header,
+    python_argv,
+    write_csv,
+    write_json,
 )
 from harness.runner import SweepSettings, run_sweep
 from harness.table import TableData, group_records, render

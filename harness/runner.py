@@ -17,7 +17,14 @@ from typing import Any
 import torch
 
 from harness.accuracy import compare_all
-from harness.metrics import METRICS, Measurement, MetricUnavailable, Roofline, metric_value
+from harness.metrics import (
+    METRICS,
+    Measurement,
+    MetricNotApplicable,
+    MetricUnavailable,
+    Roofline,
+    metric_value,
+)
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, as_tuple
 from harness.results import Record
 from harness.timing import CpuTimer, CudaTimer, synchronize
@@ -198,6 +205,9 @@ def _cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
         )
         try:
             record.value = metric_value(metric, measurement, roof, baseline_p50)
+        except MetricNotApplicable as reason:
+            record.status = "skipped"
+            record.error = str(reason)
         except MetricUnavailable as reason:
             record.status = "error"
             record.error = error or str(reason)

@@ -1,11 +1,13 @@
 """Timers and sample statistics.
 
-CUDA: device time from CUDA events.  Before every timed call the L2 cache is flushed by
-writing a buffer twice the L2 size; the flush is enqueued before the start event, so its
-own time is excluded while it hides the launch latency of the timed call.  The device is
-synchronized before each sample, so work left on any stream never overlaps the next one.
-With ``cudagraph=True`` the call is captured once in a CUDA graph and replayed, which
-removes launch overhead between its kernels.
+CUDA: device time from CUDA events.  Before every timed call the device is synchronized
+(work left on any stream never overlaps the next sample), the L2 cache is flushed by
+writing a buffer at least twice its size, and the GPU is kept busy with a spin kernel for
+longer than the host needs to launch the timed call.  Both are enqueued before the start
+event, so their time is excluded, and the call's kernels reach the GPU before it is free:
+the events measure device time, not Python and launch overhead.  With ``cudagraph=True``
+the call is captured once in a CUDA graph and replayed, which removes the launch gaps
+between its kernels.
 
 CPU: ``time.perf_counter`` around each call.
 
@@ -23,6 +25,7 @@ import torch
 
 MIN_SAMPLES = 10
 MAX_SAMPLES = 5000
+SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
 
 
 @dataclass(frozen=True)
@@ -94,17 +97,17 @@ class CudaTimer:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
         run = self._graphed(fn, setup) if self.cudagraph else fn
         flush = self._flusher()
-        estimate = self._time_calls(run, setup, flush, 5)
-        warmup = int(min(MAX_SAMPLES, max(1, self.warmup_ms / max(np.median(estimate), 1e-6))))
-        self._time_calls(run, setup, flush, warmup)
+        spin = _spin_cycles(run, setup)
+        estimate = float(np.median(self._time_calls(run, setup, flush, spin, 5)))
+        warmup = int(min(MAX_SAMPLES, max(1, self.warmup_ms / max(estimate, 1e-6))))
+        self._time_calls(run, setup, flush, spin, warmup)
         return SampleStats.of(
-            self._time_calls(run, setup, flush, _sample_count(float(np.median(estimate)), self.rep_ms))
+            self._time_calls(run, setup, flush, spin, _sample_count(estimate, self.rep_ms))
         )
 
     @staticmethod
-    def _time_calls(
-        fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher, count: int
-    ) -> list[float]:
+    def _time_calls(fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher,
+                    spin: int, count: int) -> list[float]:
         events = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for _ in range(count)
@@ -113,11 +116,25 @@ class CudaTimer:
             setup()
             torch.cuda.synchronize()
             flush()
+            torch.cuda._sleep(spin)
             start.record()
             fn()
             end.record()
         torch.cuda.synchronize()
         return [start.elapsed_time(end) for start, end in events]
+
+
+def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None]) -> int:
+    """GPU spin long enough to cover the host's time to launch ``fn`` (1.5x its median + 20 us)."""
+    host_us = []
+    for _ in range(5):
+        setup()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        host_us.append((time.perf_counter() - start) * 1e6)
+    torch.cuda.synchronize()
+    return int((1.5 * float(np.median(host_us)) + 20.0) * SPIN_CYCLES_PER_US)
 
 
 class CpuTimer:

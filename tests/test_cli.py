@@ -1,0 +1,87 @@
+"""run.py as a user runs it: every mode end to end, result files, listings and bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.results import read_json
+from tests.helpers import run_cli
+
+
+def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
+    out = tmp_path / "exp.json"
+    result = run_cli(
+        "--op", "exp", "--mode", "fwd,bwd,fwd_bwd,fwd_no_grad", "--shape", "1003",
+        "--metrics", "accuracy,latency,speedup,gbps,pct_peak,compile_time",
+        "--rep", "2", "--warmup", "0", "--output-json", str(out), "--csv",
+        "--output-dir", str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    for mode in ("fwd", "bwd", "fwd_bwd", "fwd_no_grad"):
+        assert f"exp {mode} float32" in result.stdout
+    header, records = read_json(out)
+    assert header["device"] == "cpu" and header["copy_gbps"] > 0
+    assert {"torch", "triton", "helion", "python", "git_commit", "command"} <= set(header)
+    cells = {(r.mode, r.backend, r.metric): r for r in records}
+    assert len(cells) == 4 * 4 * 6
+    for mode in ("fwd", "bwd", "fwd_bwd", "fwd_no_grad"):
+        for backend in ("eager", "triton", "helion", "torch_compile"):
+            assert cells[(mode, backend, "accuracy")].value == 1.0
+            latency = cells[(mode, backend, "latency")]
+            assert latency.p20 <= latency.p50 <= latency.p80 and latency.n_samples >= 10
+    rows = list(csv.reader((tmp_path / "exp_bwd_float32.csv").open()))
+    assert rows[0][:2] == ["numel", "eager-accuracy"] and rows[-1][0] == "average"
+
+
+def test_bwd_alias_and_only_select_mode_and_backends(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--bwd", "--only", "triton", "--shape", "500",
+                     "--metrics", "accuracy,speedup", "--rep", "1", "--warmup", "0",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    _, records = read_json(out)
+    assert {r.mode for r in records} == {"bwd"}
+    assert {r.backend for r in records} == {"eager", "triton"}
+
+
+def test_listings() -> None:
+    assert run_cli("--list-ops").stdout.split() == ["exp"]
+    assert "exp: eager (baseline), triton, helion, torch_compile" in run_cli("--list-backends").stdout
+    metrics = run_cli("--list-metrics").stdout
+    for name in ("latency", "speedup", "accuracy", "gbps", "pct_peak", "tflops", "peak_mem"):
+        assert name in metrics
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--op", "nope"], "exp"),
+        (["--op", "exp", "--only", "cuda_magic"], "triton"),
+        (["--op", "exp", "--metrics", "latency,joy"], "gbps"),
+        (["--op", "exp", "--mode", "sideways"], "fwd_no_grad"),
+        (["--op", "exp", "--shape", "12,x"], "1 comma-separated"),
+        (["--op", "exp", "--shape", "4,4"], "1 comma-separated"),
+        (["--op", "exp", "--precision", "fp64"], "bf16"),
+        (["--op", "exp", "--device", "tpu"], "cuda"),
+    ],
+)
+def test_bad_input_is_one_line_naming_valid_choices_exit_2(args: list[str], names: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("run.py: error:")
+    assert names in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_json_file_is_valid_after_each_shape(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--shape", "100", "--shape", "200", "--only", "eager",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(out.read_text())
+    assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]

@@ -1,0 +1,79 @@
+"""The exp operator: every backend's output and gradient against the float64 reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.operator import Mode
+from operators.exp.operator import ExpOperator
+from tests.helpers import run_cells
+
+BACKENDS = ["eager", "triton", "helion", "torch_compile"]
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_every_backend_matches_reference_in_every_mode(mode: Mode, dtype: torch.dtype) -> None:
+    op = ExpOperator("cpu", dtype)
+    cells = run_cells(op, mode, (1000,), ["accuracy", "latency"])
+    for backend in BACKENDS:
+        accuracy = cells[(backend, "accuracy")]
+        assert accuracy.status == "ok", accuracy.error
+        assert accuracy.value == 1.0, accuracy.note
+        assert cells[(backend, "latency")].value > 0
+
+
+def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
+    op = ExpOperator("cpu", torch.bfloat16)
+    cells = run_cells(op, Mode.FWD, (512,), ["accuracy"])
+    for backend in ("triton", "helion"):
+        assert cells[(backend, "accuracy")].status == "skipped"
+        assert "interpreter" in cells[(backend, "accuracy")].error
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
+@pytest.mark.parametrize("n", [1, 16383, 16385, 40000])
+def test_helion_bulk_and_tail_split_covers_every_element(n: int) -> None:
+    from operators.exp.helion_impl import exp
+
+    x = torch.randn(n, requires_grad=True)
+    y = exp(x)
+    dy = torch.randn(n)
+    y.backward(dy)
+    torch.testing.assert_close(y, x.detach().exp())
+    torch.testing.assert_close(x.grad, dy * x.detach().exp())
+
+
+@pytest.mark.parametrize("n", [1, 4096, 4097, 70001])
+def test_triton_masks_only_the_partial_block(n: int) -> None:
+    from operators.exp.triton_impl import exp
+
+    x = torch.randn(n, requires_grad=True)
+    y = exp(x)
+    dy = torch.randn(n)
+    y.backward(dy)
+    torch.testing.assert_close(y, x.detach().exp())
+    torch.testing.assert_close(x.grad, dy * x.detach().exp())
+
+
+def test_triton_custom_op_passes_opcheck() -> None:
+    from operators.exp import triton_impl
+
+    x = torch.randn(300, requires_grad=True)
+    torch.library.opcheck(triton_impl.exp_fwd, (x,))
+    torch.library.opcheck(triton_impl.exp_bwd, (torch.randn(300), torch.randn(300)))
+
+
+def test_triton_custom_op_compiles_fullgraph_forward_and_backward() -> None:
+    from operators.exp.triton_impl import exp
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return exp(x) * 2
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = torch.randn(257, requires_grad=True)
+    y = compiled(x)
+    y.sum().backward()
+    torch.testing.assert_close(y, 2 * x.detach().exp())
+    torch.testing.assert_close(x.grad, 2 * x.detach().exp())

@@ -1,0 +1,70 @@
+"""Result files round-trip; tables show x_val, baseline-first columns and a correct average row."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from harness.results import Record, ResultFileError, read_json, write_json
+from harness.table import AVERAGE_NOTE, TableData, render
+
+
+def _records() -> list[Record]:
+    rows = []
+    for x, (base, fast) in {1024: (2.0, 1.0), 4096: (8.0, 2.0)}.items():
+        for backend, latency in (("eager", base), ("triton", fast)):
+            rows.append(Record("exp", "fwd", "float32", x, backend, "latency", latency, "ms",
+                               p20=latency * 0.99, p50=latency, p80=latency * 1.01, n_samples=50,
+                               extra={"spread": 0.01}))
+            rows.append(Record("exp", "fwd", "float32", x, backend, "speedup", base / latency, "x"))
+    rows.append(Record("exp", "fwd", "float32", 8192, "eager", "latency", None, "ms",
+                       status="error", error="RuntimeError: out of memory"))
+    return rows
+
+
+def test_average_row_uses_geometric_mean_for_speedup_and_arithmetic_otherwise() -> None:
+    data = TableData(_records(), "numel")
+    averages = dict(zip(data.header()[1:], data.averages(), strict=True))
+    assert averages["triton-speedup"] == pytest.approx(math.sqrt(2.0 * 4.0))
+    assert averages["eager-latency"] == pytest.approx((2.0 + 8.0) / 2)
+    assert averages["triton-latency"] == pytest.approx(1.5)
+
+
+def test_table_has_xval_column_baseline_first_spread_and_error_footnote() -> None:
+    text = render(_records(), "numel")
+    lines = text.splitlines()
+    header = lines[1].split()
+    assert header[:3] == ["numel", "eager-latency", "eager-speedup"]
+    assert "triton-latency" in header
+    assert "2 (±1.0%)" in text
+    assert any(line.startswith("average") for line in lines)
+    assert AVERAGE_NOTE in text
+    assert "ERR[1]" in text and "[1] eager: RuntimeError: out of memory" in text
+
+
+def test_json_round_trip_keeps_numbers_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    header = {"device": "cpu", "command": "run.py --op exp"}
+    records = _records()
+    write_json(path, header, records)
+    raw = json.loads(path.read_text())
+    assert all(isinstance(r["value"], (float, int)) or r["value"] is None for r in raw["records"])
+    loaded_header, loaded = read_json(path)
+    assert loaded_header == header
+    assert loaded == records
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_reader_rejects_truncated_and_foreign_files(tmp_path: Path) -> None:
+    truncated = tmp_path / "truncated.json"
+    write_json(truncated, {}, _records())
+    truncated.write_text(truncated.read_text()[:200])
+    with pytest.raises(ResultFileError, match="truncated"):
+        read_json(truncated)
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text('{"hello": 1}')
+    with pytest.raises(ResultFileError, match="schema"):
+        read_json(foreign)
