@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 MIN_SAMPLES = 10
-MAX_SAMPLES = 5000
+MAX_SAMPLES = 1000
 SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
 
 

@@ -9,7 +9,7 @@ import torch
 from harness.device import uses_interpreter
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
 
-CUDA_SIZES = [2**p for p in range(12, 29, 2)] + [10_000_019]
+CUDA_SIZES = [2**p for p in (12, 16, 20, 24, 26, 28)] + [10_000_019]
 CPU_SIZES = [4096, 65536, 100_003]
 
 
