@@ -73,6 +73,9 @@ def _package_version(name: str) -> str | None:
 
 
 def _git_commit() -> str | None:
+    """The checked-out commit; ``OPBENCH_GIT_COMMIT`` names it where the tree has no git history."""
+    if os.environ.get("OPBENCH_GIT_COMMIT"):
+        return os.environ["OPBENCH_GIT_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
@@ -80,7 +83,8 @@ def _git_commit() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and len(commit) == 40 else None
 
 
 def make_header(device: str, argv: list[str], device_facts: dict[str, Any]) -> dict[str, Any]:
