@@ -23,6 +23,9 @@ EXAMPLES = """examples:
   python run.py --op rms_norm --precision bf16 --shape 4096,5120 --only triton,helion
   python run.py --op gemm,addmm --mode fwd --metrics tflops,pct_peak --output-json
   python run.py --op exp --list-backends
+  python run.py --op exp --plugin my_kernels.py --only eager,my_exp --isolate --timeout 120
+  python run.py --op exp --repeats 7 --output-json current.json
+  python run.py compare baseline.json current.json --markdown summary.md
   python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
 """
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
@@ -72,6 +75,13 @@ def build_parser() -> OneLineParser:
     add("--rtol", type=float, help="relative tolerance (overrides the per-dtype default)")
     add("--atol", type=float, help="absolute tolerance (overrides the per-dtype default)")
     add("--seed", type=int, default=0, help="seed for the inputs")
+    add("--repeats", type=int, default=1,
+        help="time each cell R independent times, interleaving backends; keeps every repeat's median")
+    add("--isolate", action="store_true",
+        help="run each backend of each shape in its own subprocess (crashes become cell errors)")
+    add("--timeout", type=float, help="with --isolate: seconds one cell may take")
+    add("--plugin", action="append", default=[], metavar="FILE.py",
+        help="load a file registering extra backends or operators; repeatable")
     add("--csv", nargs="?", const="", metavar="PATH", help="write the tables as CSV")
     add("--output-json", nargs="?", const="", metavar="PATH", help="write the result records")
     add("--output-dir", default="results", help="where unnamed result files go (default results/)")
@@ -94,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harness.tune import tune_main
 
             return tune_main(argv[1:])
+        if argv[:1] == ["compare"]:
+            from harness.compare import compare_main
+
+            return compare_main(argv[1:])
         from harness.run_command import run_command
 
         return run_command(build_parser(), argv)

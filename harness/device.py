@@ -70,6 +70,24 @@ _DECLARED_PEAK_TFLOPS = {
 }
 
 
+# Datasheet memory bandwidth (GB/s): no kernel can move bytes faster than this.
+_DECLARED_PEAK_GBPS = {"H200": 4800.0, "H100": 3350.0, "A100": 2039.0}
+
+
+def declared_peak_gbps(device: str, copy_gbps: float) -> float | None:
+    """The GPU's datasheet memory bandwidth (1.2x the measured copy where unknown).
+
+    None on the CPU: without cache flushing, small CPU cases legitimately run from cache.
+    """
+    if device != "cuda":
+        return None
+    name = torch.cuda.get_device_name()
+    for fragment, peak in _DECLARED_PEAK_GBPS.items():
+        if fragment in name:
+            return peak
+    return 1.2 * copy_gbps
+
+
 def declared_peak_tflops(device: str, dtype: torch.dtype) -> float | None:
     """The datasheet dense matmul peak for this GPU and dtype, if known."""
     if device != "cuda":

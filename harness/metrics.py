@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from harness.accuracy import AccuracyResult
 from harness.timing import SampleStats
@@ -31,12 +33,22 @@ DEFAULT_METRICS = ("latency", "speedup", "accuracy")
 
 @dataclass
 class Measurement:
-    """What the runner measured for one (shape, backend) cell."""
+    """What the runner measured for one (shape, backend) cell: one SampleStats per repeat."""
 
-    stats: SampleStats | None = None
+    repeats: list[SampleStats] = field(default_factory=list)
     accuracy: AccuracyResult | None = None
     first_call_ms: float | None = None
     peak_mem_bytes: int | None = None
+
+    @property
+    def stats(self) -> SampleStats | None:
+        """The cell's latency: its one timing, or percentiles of the repeats' medians."""
+        if not self.repeats:
+            return None
+        if len(self.repeats) == 1:
+            return self.repeats[0]
+        p20, p50, p80 = np.percentile([r.p50 for r in self.repeats], [20, 50, 80])
+        return SampleStats(float(p20), float(p50), float(p80), sum(r.n for r in self.repeats))
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,16 @@ class Roofline:
     compute_bound: bool
     copy_gbps: float | None
     peak_tflops: float | None
+    peak_gbps: float | None = None
+
+    def floor_ms(self) -> float | None:
+        """The physical floor: bytes at peak bandwidth or flops at peak compute, whichever is larger."""
+        floors = []
+        if self.bytes_moved is not None and self.peak_gbps:
+            floors.append(self.bytes_moved / (self.peak_gbps * 1e9) * 1e3)
+        if self.flops is not None and self.peak_tflops:
+            floors.append(self.flops / (self.peak_tflops * 1e12) * 1e3)
+        return max(floors) if floors else None
 
 
 class MetricUnavailable(Exception):

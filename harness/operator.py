@@ -64,12 +64,15 @@ class Backend:
 
 
 def register_benchmark(
-    baseline: bool = False, label: str | None = None, fwd_only: bool = False
+    baseline: bool = False, label: str | None = None, fwd_only: bool = False,
+    operator: str | None = None,
 ) -> Callable[[Callable[..., Callable[[], Output]]], Callable[..., Callable[[], Output]]]:
     """Mark an operator method as a backend.
 
-    ``label`` names the backend in tables and records (default: the method name); it must not
-    contain ``-``, which separates backend and metric in column names.
+    ``label`` names the backend in tables and records (default: the function name); it must
+    not contain ``-``, which separates backend and metric in column names.  ``operator``
+    attaches a plain function to a registered operator (how plugins add backends); a
+    backend of the same name as an existing one replaces it.
     """
 
     def mark(method: Callable[..., Callable[[], Output]]) -> Callable[..., Callable[[], Output]]:
@@ -77,6 +80,10 @@ def register_benchmark(
         if "-" in name:
             raise ValueError(f"backend label {name!r} must not contain '-'")
         method._benchmark = Backend(name, method.__name__, baseline, fwd_only)  # type: ignore[attr-defined]
+        if operator is not None:
+            from operators import load_operator
+
+            setattr(load_operator(operator), method.__name__, method)
         return method
 
     return mark
@@ -93,6 +100,7 @@ class BenchmarkOperator:
         torch.bfloat16,
     )
     compute_bound: ClassVar[bool] = False
+    review_speedup: ClassVar[float] = 10.0
     bwd_seed: ClassVar[int] = 1234
 
     def __init__(self, device: str, dtype: torch.dtype, options: dict[str, Any] | None = None):

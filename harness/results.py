@@ -49,6 +49,8 @@ class Record:
     p50: float | None = None
     p80: float | None = None
     n_samples: int | None = None
+    repeats: list[float] | None = None
+    flag: str | None = None
     extra: dict[str, float | None] = field(default_factory=dict)
 
     def cell(self) -> tuple[str, str, str, tuple[int, ...], str]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from harness.cell_records import DeviceCeilings
 from harness.cli import (
     UsageError,
     default_output,
@@ -17,9 +19,10 @@ from harness.cli import (
     resolve_dtype,
     validate_choices,
 )
-from harness.device import declared_peak_tflops, measure_copy_gbps
+from harness.device import declared_peak_gbps, declared_peak_tflops, measure_copy_gbps
 from harness.metrics import METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator
+from harness.plugins import PluginError, load_plugins
 from harness.results import (
     Record,
     default_result_name,
@@ -28,7 +31,7 @@ from harness.results import (
     write_csv,
     write_json,
 )
-from harness.runner import SweepSettings, run_sweep
+from harness.runner import IsolateSettings, SweepSettings, run_sweep
 from harness.table import TableData, group_records, render
 from harness.timing import make_timer
 from operators import load_operator, operator_names
@@ -52,8 +55,12 @@ def _print_lists(args: argparse.Namespace) -> bool:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Two passes: the first finds the operators, whose own options join the second."""
+    """Two passes: the first loads plugins and finds the operators, whose options join the second."""
     first, _ = parser.parse_known_args(argv)
+    try:
+        load_plugins(first.plugin)
+    except PluginError as exc:
+        raise UsageError(str(exc)) from exc
     if first.op:
         validate_choices("op", first.op, operator_names())
     for name in first.op or []:
@@ -93,14 +100,15 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
     validate_choices("metric", args.metrics, list(METRICS))
     modes = modes_from(args)
+    if args.repeats < 1:
+        raise UsageError(f"--repeats {args.repeats}: must be at least 1")
+    if args.timeout is not None and not args.isolate:
+        raise UsageError("--timeout needs --isolate (a cell in this process cannot be stopped)")
     device = resolve_device(args.device)
     precision = args.precision or ("bf16" if device == "cuda" else "fp32")
-    timer = make_timer(
-        device,
-        args.warmup if args.warmup is not None else (25.0 if device == "cuda" else 5.0),
-        args.rep if args.rep is not None else (100.0 if device == "cuda" else 50.0),
-        args.cudagraph,
-    )
+    warmup = args.warmup if args.warmup is not None else (25.0 if device == "cuda" else 5.0)
+    rep = args.rep if args.rep is not None else (100.0 if device == "cuda" else 50.0)
+    timer = make_timer(device, warmup, rep, args.cudagraph)
     plans = []
     for name in args.op:
         op_class = load_operator(name)
@@ -115,11 +123,21 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         plans.append((op, shapes, *_backends(op_class, args)))
 
     copy_gbps = measure_copy_gbps(device, timer)
+    ceilings = DeviceCeilings(
+        copy_gbps=copy_gbps, peak_gbps=declared_peak_gbps(device, copy_gbps),
+        peak_tflops=declared_peak_tflops(device, DTYPE_NAMES[precision]),
+    )
     header = make_header(device, python_argv(), {
-        "copy_gbps": copy_gbps,
-        "peak_tflops": declared_peak_tflops(device, DTYPE_NAMES[precision]),
-        "precision": precision,
+        "copy_gbps": copy_gbps, "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops,
+        "precision": precision, "repeats": args.repeats,
     })
+    isolate = None
+    if args.isolate:
+        isolate = IsolateSettings(args.timeout, {
+            "device": device, "precision": precision, "options": vars(args),
+            "plugins": [str(Path(p).resolve()) for p in args.plugin],
+            "warmup": warmup, "rep": rep, "cudagraph": args.cudagraph,
+        })
     json_path = default_output(
         args.output_json, args.output_dir,
         default_result_name(args.op, [m.value for m in modes], precision, "json"),
@@ -140,9 +158,8 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
             for mode in modes:
                 settings = SweepSettings(
                     metrics=args.metrics, backends=backends, speedup_baseline=baseline,
-                    shapes=shapes, timer=timer, rtol=args.rtol, atol=args.atol,
-                    copy_gbps=copy_gbps, peak_tflops=header["peak_tflops"], seed=args.seed,
-                    progress=progress,
+                    shapes=shapes, timer=timer, ceilings=ceilings, rtol=args.rtol, atol=args.atol,
+                    seed=args.seed, repeats=args.repeats, isolate=isolate, progress=progress,
                 )
                 run_sweep(op, mode, settings, sink)
     except KeyboardInterrupt:

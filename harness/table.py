@@ -2,8 +2,9 @@
 
 One table per (op, mode, dtype): the x_val column, then ``<backend>-<metric>`` columns with
 the baseline first, and an ``average`` row (geometric mean for speedup, arithmetic mean for
-every other metric, over cells that have a value).  Failed and skipped cells show a short
-marker whose message is listed under the table.
+every other metric, over cells that have a value and are not below the physical floor).
+Failed and skipped cells show a short marker whose message is listed under the table;
+notes (why accuracy failed, a flagged number) show as ``[n]`` after the value.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
+from harness.cell_records import BELOW_FLOOR
 from harness.results import Record
 
 AVERAGE_NOTE = "average: geometric mean for speedup, arithmetic mean for other metrics"
@@ -78,7 +80,9 @@ class TableData:
         text = _fmt(record.value)
         if record.metric == "latency" and record.extra.get("spread") is not None:
             text += f" (±{100 * record.extra['spread']:.1f}%)"
-        if record.metric == "accuracy" and record.note:
+        if record.flag:
+            text += " !" if record.flag == BELOW_FLOOR else " ?"
+        if record.note:
             text += f" [{self._footnote(f'{record.backend}: {record.note}')}]"
         return text
 
@@ -88,7 +92,7 @@ class TableData:
             values = [
                 r.value for row in self.rows
                 if (r := self.cells.get((row, column))) is not None
-                and r.status == "ok" and r.value is not None
+                and r.status == "ok" and r.value is not None and r.flag != BELOW_FLOOR
             ]
             result.append(_average(column[1], values))
         return result

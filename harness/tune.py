@@ -21,6 +21,9 @@ from operators.helion_configs import TuningJob, save_store
 
 HELION_MODULES = {
     "exp": "operators.exp.helion_impl",
+    "rms_norm": "operators.rms_norm.helion_impl",
+    "gemm": "operators.gemm.helion_impl",
+    "addmm": "operators.gemm.helion_impl",
 }
 
 
@@ -64,13 +67,11 @@ def tune_main(argv: list[str]) -> int:
             raise UsageError(f"{op} has no Helion kernels to tune (valid: {', '.join(HELION_MODULES)})")
         module = importlib.import_module(HELION_MODULES[op])
         for precision in precisions:
-            chosen = {}
             for job in module.tuning_jobs(DTYPE_NAMES[precision], "cuda"):
                 best, log = _tune_job(job, timer)
                 print(job.key)
-                print("\n".join(log))
+                print("\n".join(log), flush=True)
                 if best is not None:
-                    chosen[job.key] = best
-            save_store(module.CONFIG_PATH, chosen, device_name)
-            print(f"stored {len(chosen)} configs in {module.CONFIG_PATH}")
+                    save_store(module.CONFIG_PATH, {job.key: best}, device_name)
+        print(f"stored configs in {module.CONFIG_PATH}")
     return 0

@@ -49,7 +49,7 @@ def test_bwd_alias_and_only_select_mode_and_backends(tmp_path: Path) -> None:
 
 
 def test_listings() -> None:
-    assert run_cli("--list-ops").stdout.split() == ["exp"]
+    assert run_cli("--list-ops").stdout.split() == ["addmm", "exp", "gemm", "rms_norm"]
     assert "exp: eager (baseline), triton, helion, torch_compile" in run_cli("--list-backends").stdout
     metrics = run_cli("--list-metrics").stdout
     for name in ("latency", "speedup", "accuracy", "gbps", "pct_peak", "tflops", "peak_mem"):
@@ -59,7 +59,7 @@ def test_listings() -> None:
 @pytest.mark.parametrize(
     ("args", "names"),
     [
-        (["--op", "nope"], "exp"),
+        (["--op", "nope"], "addmm, exp, gemm, rms_norm"),
         (["--op", "exp", "--only", "cuda_magic"], "triton"),
         (["--op", "exp", "--metrics", "latency,joy"], "gbps"),
         (["--op", "exp", "--mode", "sideways"], "fwd_no_grad"),

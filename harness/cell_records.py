@@ -1,0 +1,95 @@
+"""Turn one cell's measurement into result records, with the guards against misleading numbers.
+
+Guards: a cell faster than the device's physical floor (bytes at datasheet bandwidth, or
+flops at datasheet peak) is flagged ``below_physical_floor`` and kept out of averages and
+verdicts; a speedup above the operator's ``review_speedup`` is flagged ``review_speedup``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.metrics import (
+    METRICS,
+    Measurement,
+    MetricNotApplicable,
+    MetricUnavailable,
+    Roofline,
+    metric_value,
+)
+from harness.operator import BenchmarkOperator, Mode, Shape
+from harness.results import Record
+
+BELOW_FLOOR = "below_physical_floor"
+REVIEW_SPEEDUP = "review_speedup"
+
+
+@dataclass(frozen=True)
+class DeviceCeilings:
+    """What the run measured or declared about the device."""
+
+    copy_gbps: float | None
+    peak_gbps: float | None
+    peak_tflops: float | None
+
+
+def _base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, metric: str) -> Record:
+    x_val = op.x_val(shape)
+    return Record(
+        op=op.name, mode=mode.value, dtype=str(op.dtype).removeprefix("torch."),
+        x_val=list(x_val) if isinstance(x_val, tuple) else x_val, backend=backend,
+        metric=metric, value=None, unit=METRICS[metric].unit,
+    )
+
+
+def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
+                 measurement: Measurement, error: str | None, metrics: list[str],
+                 ceilings: DeviceCeilings, baseline_p50: float | None,
+                 is_baseline: bool) -> list[Record]:
+    """One record per metric for a measured (or failed) cell."""
+    roof = Roofline(
+        bytes_moved=op.bytes_moved(shape, mode), flops=op.flops(shape, mode),
+        compute_bound=op.compute_bound, copy_gbps=ceilings.copy_gbps,
+        peak_tflops=ceilings.peak_tflops, peak_gbps=ceilings.peak_gbps,
+    )
+    stats = measurement.stats
+    floor = roof.floor_ms()
+    below_floor = stats is not None and floor is not None and stats.p50 < floor
+    records = []
+    for metric in metrics:
+        record = _base_record(op, mode, shape, backend, metric)
+        try:
+            record.value = metric_value(metric, measurement, roof, baseline_p50)
+        except MetricNotApplicable as reason:
+            record.status, record.error = "skipped", str(reason)
+        except MetricUnavailable as reason:
+            record.status, record.error = "error", error or str(reason)
+        if metric == "latency" and stats is not None:
+            record.p20, record.p50, record.p80, record.n_samples = stats.p20, stats.p50, stats.p80, stats.n
+            record.extra["spread"] = stats.spread
+            if len(measurement.repeats) > 1:
+                record.repeats = [r.p50 for r in measurement.repeats]
+        if metric == "accuracy" and measurement.accuracy is not None:
+            record.note = measurement.accuracy.reason
+            record.extra["max_abs_err"] = measurement.accuracy.max_abs_err
+            record.extra["max_rel_err"] = measurement.accuracy.max_rel_err
+        if below_floor and metric != "accuracy":
+            record.flag = BELOW_FLOOR
+            record.note = f"faster than the physical floor of {floor * 1e3:.2f} us"
+        elif (metric == "speedup" and record.value is not None and not is_baseline
+              and record.value > op.review_speedup):
+            record.flag = REVIEW_SPEEDUP
+            record.note = f"speedup over {op.review_speedup:g}x: review"
+        records.append(record)
+    return records
+
+
+def skipped_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
+                    reason: str, metrics: list[str]) -> list[Record]:
+    """Records of a cell that cannot run here, each saying why."""
+    records = []
+    for metric in metrics:
+        record = _base_record(op, mode, shape, backend, metric)
+        record.status, record.error = "skipped", reason
+        records.append(record)
+    return records

@@ -1,0 +1,119 @@
+"""Run one benchmark cell in its own subprocess (``run.py --isolate``).
+
+A segfault, a CUDA illegal memory access (which poisons the CUDA context for good), an
+out-of-memory or a hang in one backend then costs only that cell: the parent records the
+cause as the cell's error and the sweep goes on.  The worker rebuilds the operator from a
+JSON spec (device, dtype, operator options, plugins, timer settings), draws the same seeded
+inputs, computes its own reference and measures the one backend.
+
+Worker entry point: ``python -m harness.isolate SPEC.json OUT.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.accuracy import AccuracyResult
+from harness.metrics import Measurement
+from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode, Shape
+from harness.timing import SampleStats
+
+
+def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
+    accuracy = m.accuracy
+    return {
+        "repeats": [[s.p20, s.p50, s.p80, s.n] for s in m.repeats],
+        "accuracy": None if accuracy is None else [
+            accuracy.passed, accuracy.max_abs_err, accuracy.max_rel_err, accuracy.reason,
+        ],
+        "first_call_ms": m.first_call_ms,
+        "peak_mem_bytes": m.peak_mem_bytes,
+        "error": error,
+    }
+
+
+def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | None]:
+    accuracy = data["accuracy"]
+    m = Measurement(
+        repeats=[SampleStats(*r) for r in data["repeats"]],
+        accuracy=None if accuracy is None else AccuracyResult(*accuracy),
+        first_call_ms=data["first_call_ms"],
+        peak_mem_bytes=data["peak_mem_bytes"],
+    )
+    return m, data["error"]
+
+
+def _died(proc: subprocess.CompletedProcess) -> str:
+    if proc.returncode < 0:
+        return f"worker process killed by {signal.Signals(-proc.returncode).name}"
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    last = lines[-1][:200] if lines else "no output"
+    return f"worker process exited with code {proc.returncode}: {last}"
+
+
+def measure_isolated(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
+                     settings: Any) -> tuple[Measurement, str | None]:
+    """Measure one backend on one shape in a subprocess; its death becomes the cell's error."""
+    spec = {
+        **settings.isolate.worker_spec,
+        "op": op.name, "mode": mode.value, "shape": list(shape), "backend": backend,
+        "metrics": settings.metrics, "rtol": settings.rtol, "atol": settings.atol,
+        "seed": settings.seed, "repeats": settings.repeats,
+    }
+    timeout = settings.isolate.timeout
+    with tempfile.TemporaryDirectory(prefix="opbench-cell-") as tmp:
+        spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
+        spec_path.write_text(json.dumps(spec))
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "harness.isolate", str(spec_path), str(out_path)],
+                capture_output=True, text=True, timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return Measurement(), f"timed out after {timeout:g} s (--timeout)"
+        if out_path.exists():
+            return _measurement_from_json(json.loads(out_path.read_text()))
+        return Measurement(), _died(proc)
+
+
+def _worker(spec: dict[str, Any]) -> dict[str, Any]:
+    from harness.device import prepare_backends
+
+    prepare_backends(spec["device"])
+    from harness.plugins import load_plugins
+    from harness.runner import SweepSettings, measure_in_process
+    from harness.timing import make_timer
+    from operators import load_operator
+
+    load_plugins(spec["plugins"])
+    op_class: type[BenchmarkOperator] = load_operator(spec["op"])
+    op = op_class(spec["device"], DTYPE_NAMES[spec["precision"]], spec["options"])
+    settings = SweepSettings(
+        metrics=spec["metrics"], backends=[spec["backend"]], speedup_baseline=spec["backend"],
+        shapes=[tuple(spec["shape"])],
+        timer=make_timer(spec["device"], spec["warmup"], spec["rep"], spec["cudagraph"]),
+        rtol=spec["rtol"], atol=spec["atol"], seed=spec["seed"], repeats=spec["repeats"],
+    )
+    ((_, measurement, error),) = measure_in_process(
+        op, Mode(spec["mode"]), tuple(spec["shape"]), [spec["backend"]], settings
+    )
+    return _measurement_to_json(measurement, error)
+
+
+def main(argv: list[str]) -> int:
+    spec_path, out_path = Path(argv[0]), Path(argv[1])
+    result = _worker(json.loads(spec_path.read_text()))
+    tmp = out_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(out_path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,137 @@
+"""The addmm operator: out = beta * bias + alpha * (mat1 @ mat2); x_val is (M, N, K).
+
+``bias`` is a row vector (N,) broadcast over the rows (``--bias 1d``, the default) or a full
+(M, N) matrix (``--bias 2d``); ``--alpha`` and ``--beta`` default to 1.  The Triton and Helion
+backends are the gemm kernels with their fused epilogue (:mod:`operators.gemm`).
+
+Inputs and tolerance follow the gemm operator: ``mat1`` and ``mat2`` are drawn so that the
+product and both of its gradients have the typical magnitude ``T = sqrt(M * N / K)``, and
+``bias`` is ``randn * T``.  The output and the matrices' gradients are then at most about
+``T * max(1, |alpha|, |beta|)`` in size, the magnitude handed to
+:func:`operators.gemm.operator.matmul_tolerance`.  (The gradient of a 1-D bias, ``beta`` times
+a column sum of ``dy``, is about ``|beta| * sqrt(M)``; a plain sum with fp32 accumulation, it
+is accurate to ``rtol``.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
+from operators.gemm.operator import (
+    CPU_SHAPES,
+    CUDA_SHAPES,
+    compile_options,
+    matmul_flops,
+    matmul_tolerance,
+    operands,
+    typical_magnitude,
+)
+from operators.skips import interpreter_bf16_skip
+
+DEFAULT_OPTIONS: dict[str, Any] = {"bias": "1d", "alpha": 1.0, "beta": 1.0}
+
+Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class AddmmOperator(BenchmarkOperator):
+    """Matrix multiplication with a scaled bias; x_val is (M, N, K)."""
+
+    name = "addmm"
+    x_val_label = "MxNxK"
+    compute_bound = True
+
+    @classmethod
+    def add_options(cls, parser: Any) -> None:
+        parser.add_argument("--bias", choices=["1d", "2d"], default=DEFAULT_OPTIONS["bias"],
+                            help="bias shape: 1d (N,) broadcast over rows, or 2d (M, N); default 1d")
+        parser.add_argument("--alpha", type=float, default=DEFAULT_OPTIONS["alpha"],
+                            help="scale of mat1 @ mat2 (default 1.0)")
+        parser.add_argument("--beta", type=float, default=DEFAULT_OPTIONS["beta"],
+                            help="scale of bias (default 1.0)")
+
+    def _option(self, name: str) -> Any:
+        value = self.options.get(name)
+        return DEFAULT_OPTIONS[name] if value is None else value
+
+    @property
+    def alpha(self) -> float:
+        return float(self._option("alpha"))
+
+    @property
+    def beta(self) -> float:
+        return float(self._option("beta"))
+
+    @property
+    def full_bias(self) -> bool:
+        """Whether the bias is a full (M, N) matrix rather than a row vector (N,)."""
+        return self._option("bias") == "2d"
+
+    def default_shapes(self) -> list[Shape]:
+        return CPU_SHAPES if self.device == "cpu" else CUDA_SHAPES
+
+    def make_inputs(self, shape: Shape) -> Inputs:
+        m, n, k = shape
+        mat1, mat2 = operands(m, n, k, self.device, self.dtype)
+        bias_shape = (m, n) if self.full_bias else (n,)
+        bias = torch.randn(bias_shape, device=self.device) * typical_magnitude(m, n, k)
+        return bias.to(self.dtype), mat1, mat2
+
+    def bytes_moved(self, shape: Shape, mode: Mode) -> int:
+        m, n, k = shape
+        size = torch.tensor([], dtype=self.dtype).element_size()
+        bias = m * n if self.full_bias else n
+        # fwd: read bias, mat1 and mat2, write out.
+        # bwd: read dy, mat1 and mat2, write the gradients of bias, mat1 and mat2.
+        fwd = (bias + m * k + k * n + m * n) * size
+        bwd = (m * n + 2 * m * k + 2 * k * n + bias) * size
+        return {Mode.FWD: fwd, Mode.FWD_NO_GRAD: fwd, Mode.BWD: bwd, Mode.FWD_BWD: fwd + bwd}[mode]
+
+    def flops(self, shape: Shape, mode: Mode) -> int:
+        # The matmuls' flops; scaling and adding the bias (a few per output element) is negligible.
+        return matmul_flops(shape, mode)
+
+    def tolerance(self, shape: Shape) -> tuple[float, float]:
+        scale = max(1.0, abs(self.alpha), abs(self.beta))
+        return matmul_tolerance(self.device, self.dtype, scale * typical_magnitude(*shape))
+
+    def skip_reason(self, backend: Backend) -> str | None:
+        return interpreter_bf16_skip(self.device, self.dtype, backend)
+
+    @register_benchmark(baseline=True)
+    def eager(self, bias: torch.Tensor, mat1: torch.Tensor,
+              mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        alpha, beta = self.alpha, self.beta
+        return lambda: torch.addmm(bias, mat1, mat2, alpha=alpha, beta=beta)
+
+    @register_benchmark()
+    def triton(self, bias: torch.Tensor, mat1: torch.Tensor,
+               mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.triton_impl import addmm
+
+        alpha, beta = self.alpha, self.beta
+        return lambda: addmm(bias, mat1, mat2, alpha, beta)
+
+    @register_benchmark()
+    def helion(self, bias: torch.Tensor, mat1: torch.Tensor,
+               mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.helion_impl import addmm
+
+        alpha, beta = self.alpha, self.beta
+        return lambda: addmm(bias, mat1, mat2, alpha, beta)
+
+    @register_benchmark()
+    def torch_compile(self, bias: torch.Tensor, mat1: torch.Tensor,
+                      mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+
+        alpha, beta = self.alpha, self.beta
+
+        def scaled_addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> torch.Tensor:
+            return torch.addmm(bias, mat1, mat2, alpha=alpha, beta=beta)
+
+        fn = compiled(scaled_addmm, **compile_options(self.device))
+        return lambda: fn(bias, mat1, mat2)

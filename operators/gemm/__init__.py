@@ -1,0 +1,1 @@
+"""Matrix multiplication kernels (Triton and Helion) for the gemm and addmm operators."""

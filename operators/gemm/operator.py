@@ -1,0 +1,150 @@
+"""The gemm operator: out = a @ b for a (M, K) and b (K, N); x_val is (M, N, K).
+
+Inputs and tolerance.  With ``dy`` of unit variance (drawn by the harness), the output and
+both gradients are sums of products: ``out`` over K, ``grad_a = dy @ b.T`` over N and
+``grad_b = a.T @ dy`` over M.  Drawing ``a = randn * sqrt(N / K)`` and
+``b = randn * sqrt(M / K)`` gives all three the same typical magnitude ``T = sqrt(M * N / K)``,
+so one tolerance fits every compared tensor::
+
+    rtol = r,   atol = r * T
+
+where ``r`` is the dtype's default ``rtol`` (fp16 5e-3, bf16 2e-2, fp32 1e-4), except fp32 on
+CUDA, where ``r`` is 5e-3: Helion computes fp32 dots in TF32 (inputs rounded to 10 mantissa
+bits, like fp16).  Triton's CPU interpreter computes fp32 dots exactly, so fp32 on the CPU keeps
+1e-4.  The error of a length-L dot product grows like ``sqrt(L)``, as does ``T`` (each term is
+about ``T / sqrt(L)``): relative to ``T`` the error does not grow with K, M or N, so ``atol``
+scales with ``T`` and nothing else.  The absolute term matters for entries near zero (sums
+that cancel), where ``rtol * |ref|`` allows nothing; ``r * T`` leaves about twice the largest
+TF32 error over a large matrix (5.5 standard deviations of about ``4e-4 * T``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from harness.operator import (
+    DEFAULT_TOLERANCES,
+    Backend,
+    BenchmarkOperator,
+    Mode,
+    Shape,
+    register_benchmark,
+)
+from operators.skips import interpreter_bf16_skip
+
+CUDA_SHAPES: list[Shape] = [
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (8192, 4096, 4096),
+    (8192, 14336, 4096),
+    (8192, 4096, 14336),
+    (20120, 512, 1536),
+    (34579, 512, 1536),
+    (34839, 512, 1536),
+    (1000, 1000, 1000),
+    (4097, 4097, 4097),
+    (256, 256, 256),
+]
+CPU_SHAPES: list[Shape] = [(64, 48, 80), (37, 45, 29), (100, 60, 90)]
+TF32_RTOL = 5e-3
+
+
+def typical_magnitude(m: int, n: int, k: int) -> float:
+    """``T = sqrt(M * N / K)``: the size of the output and both gradients for inputs from :func:`operands`."""
+    return math.sqrt(m * n / k)
+
+
+def operands(m: int, n: int, k: int, device: str, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` (M, K) and ``b`` (K, N), scaled so that ``a @ b`` and its gradients are all about ``T``."""
+    a = torch.randn(m, k, device=device) * math.sqrt(n / k)
+    b = torch.randn(k, n, device=device) * math.sqrt(m / k)
+    return a.to(dtype), b.to(dtype)
+
+
+def matmul_tolerance(device: str, dtype: torch.dtype, magnitude: float) -> tuple[float, float]:
+    """``(rtol, atol)`` for matmul results of typical size ``magnitude`` (see the module docstring)."""
+    rtol = TF32_RTOL if dtype == torch.float32 and device == "cuda" else DEFAULT_TOLERANCES[dtype][0]
+    return rtol, rtol * magnitude
+
+
+def compile_options(device: str) -> dict[str, Any]:
+    """``torch.compile`` keyword arguments for the matmul backends.
+
+    On CUDA: ``mode="max-autotune-no-cudagraphs"`` restricted to Inductor's own Triton
+    templates (no cuBLAS fallback), spelled as options since ``torch.compile`` refuses both
+    ``mode`` and ``options``.  On the CPU a plain compile: max-autotune needs a GPU.
+    """
+    if device != "cuda":
+        return {}
+    return {"options": {
+        "max_autotune": True,
+        "coordinate_descent_tuning": True,
+        "triton.cudagraphs": False,
+        "max_autotune_gemm_backends": "TRITON",
+    }}
+
+
+def matmul_flops(shape: Shape, mode: Mode) -> int:
+    """2*M*N*K per matmul: one forward, two backward (``grad_a`` and ``grad_b``)."""
+    m, n, k = shape
+    return 2 * m * n * k * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 2, Mode.FWD_BWD: 3}[mode]
+
+
+class GemmOperator(BenchmarkOperator):
+    """Dense matrix multiplication; x_val is (M, N, K)."""
+
+    name = "gemm"
+    x_val_label = "MxNxK"
+    compute_bound = True
+
+    def default_shapes(self) -> list[Shape]:
+        return CPU_SHAPES if self.device == "cpu" else CUDA_SHAPES
+
+    def make_inputs(self, shape: Shape) -> tuple[torch.Tensor, torch.Tensor]:
+        return operands(*shape, self.device, self.dtype)
+
+    def bytes_moved(self, shape: Shape, mode: Mode) -> int:
+        m, n, k = shape
+        size = torch.tensor([], dtype=self.dtype).element_size()
+        # fwd: read a and b, write out.  bwd: read dy, a and b, write grad_a and grad_b.
+        fwd = (m * k + k * n + m * n) * size
+        bwd = (m * n + 2 * m * k + 2 * k * n) * size
+        return {Mode.FWD: fwd, Mode.FWD_NO_GRAD: fwd, Mode.BWD: bwd, Mode.FWD_BWD: fwd + bwd}[mode]
+
+    def flops(self, shape: Shape, mode: Mode) -> int:
+        return matmul_flops(shape, mode)
+
+    def tolerance(self, shape: Shape) -> tuple[float, float]:
+        return matmul_tolerance(self.device, self.dtype, typical_magnitude(*shape))
+
+    def skip_reason(self, backend: Backend) -> str | None:
+        return interpreter_bf16_skip(self.device, self.dtype, backend)
+
+    @register_benchmark(baseline=True)
+    def eager(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: torch.matmul(a, b)
+
+    @register_benchmark()
+    def triton(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.triton_impl import matmul
+
+        return lambda: matmul(a, b)
+
+    @register_benchmark()
+    def helion(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.helion_impl import matmul
+
+        return lambda: matmul(a, b)
+
+    @register_benchmark()
+    def torch_compile(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+
+        fn = compiled(torch.matmul, **compile_options(self.device))
+        return lambda: fn(a, b)

@@ -1,0 +1,500 @@
+"""Matrix multiplication with a fused addmm epilogue, in Triton, for the gemm and addmm operators.
+
+Both kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
+
+    acc = sum over k-blocks of A[m-block, k-block] @ B[k-block, n-block]     (fp32)
+    C   = alpha * acc + beta * bias                                           (bias optional)
+
+``bias`` is absent, a row vector broadcast over the rows (``(N,)``) or a full ``(M, N)`` matrix.
+
+* ``_matmul_tma_kernel`` is the Hopper kernel: operand and output tiles move through TMA tensor
+  descriptors, programs visit output tiles in grouped order (``GROUP_M`` row-blocks sweep all
+  column-blocks, so concurrently running tiles share operands in L2) and, when ``PERSISTENT``,
+  a grid of one program per SM walks the tile list with a flattened tile x k loop so that the
+  next tile's loads overlap the current tile's epilogue.  A transposed (column-major) operand
+  gets a descriptor over its row-major transpose; the kernel loads that tile and transposes it
+  in shared memory before the dot, so the backward pass needs no copies.
+* ``_matmul_pointer_kernel`` is the fallback for strides TMA cannot describe (a row pitch that is
+  not a multiple of 16 bytes, e.g. K=4097 in bf16), for dims smaller than a tile, for exact fp32
+  (torch's float32 matmul precision "highest", computed without tensor cores) and for GPUs
+  without TMA: masked pointer loads with arbitrary strides, same tile order and epilogue.
+
+Configs are chosen by ``triton.autotune`` per shape, layout and bias kind on the first call;
+under Triton's CPU interpreter (no timers) one small config runs instead.  The public functions
+:func:`matmul` and :func:`addmm` call the custom ops ``opbench::matmul`` and ``opbench::addmm``,
+whose registered autograd runs the same kernels on transposed operands::
+
+    grad_a = alpha * grad @ b.T        grad_b = alpha * a.T @ grad
+    grad_bias = beta * grad            (summed over rows for a row-vector bias)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+NO_BIAS, ROW_BIAS, FULL_BIAS = 0, 1, 2
+_TMA_ALIGN = 16
+_INTERPRETER_SMS = 3
+_SMEM_SLACK = 2048
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs
+# ---------------------------------------------------------------------------------------------
+
+
+def _set_block_shapes(nargs: dict) -> None:
+    """Config pre-hook: give the host-side TMA descriptors the block shapes of this config."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bk, bm] if nargs["A_TRANS"] else [bm, bk]
+    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_TRANS"] else [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
+
+
+def _tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8,
+                persistent: bool = True, subtile: bool = False) -> triton.Config:
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
+            "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile}
+    return triton.Config(meta, num_warps=warps, num_stages=stages, pre_hook=_set_block_shapes)
+
+
+def _pointer_config(bm: int, bn: int, bk: int, stages: int, warps: int,
+                    group: int = 8) -> triton.Config:
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group}
+    return triton.Config(meta, num_warps=warps, num_stages=stages)
+
+
+TMA_CONFIGS = [
+    _tma_config(128, 256, 64, stages=3, warps=8),
+    _tma_config(128, 256, 64, stages=3, warps=8, subtile=True),
+    _tma_config(128, 256, 64, stages=4, warps=8, subtile=True),
+    _tma_config(256, 128, 64, stages=3, warps=8),
+    _tma_config(128, 128, 64, stages=4, warps=8),
+    _tma_config(128, 128, 64, stages=5, warps=8, subtile=True),
+    _tma_config(64, 256, 64, stages=4, warps=4),
+    _tma_config(128, 64, 64, stages=4, warps=4),
+    _tma_config(128, 256, 64, stages=4, warps=8, persistent=False),
+    _tma_config(256, 128, 64, stages=4, warps=8, persistent=False),
+    _tma_config(128, 128, 64, stages=5, warps=8, persistent=False),
+    _tma_config(128, 128, 32, stages=3, warps=8),
+    _tma_config(64, 128, 32, stages=4, warps=4),
+]
+POINTER_CONFIGS = [
+    _pointer_config(128, 256, 64, stages=3, warps=8),
+    _pointer_config(128, 128, 64, stages=4, warps=8),
+    _pointer_config(128, 128, 32, stages=4, warps=4),
+    _pointer_config(64, 128, 32, stages=4, warps=4),
+    _pointer_config(64, 64, 32, stages=4, warps=4),
+]
+INTERPRETER_TMA_CONFIGS = [_tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
+INTERPRETER_POINTER_CONFIGS = [_pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
+
+
+def _largest_blocks(configs: list[triton.Config]) -> tuple[int, int, int]:
+    return tuple(max(c.kwargs[name] for c in configs) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+
+
+# A TMA box may not exceed the tensor (pytorch/helion#2555: larger boxes fault at run time), so
+# the TMA kernel serves problems at least as large as every block of its configs.
+_TMA_MIN_MNK = _largest_blocks(INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS)
+
+
+@functools.cache
+def _shared_memory_bytes(device_index: int) -> int:
+    props = triton.runtime.driver.active.utils.get_device_properties(device_index)
+    return props["max_shared_mem"] - _SMEM_SLACK
+
+
+def _config_smem(config: triton.Config, elem_bytes: int, tma_store: bool, full_bias: bool) -> int:
+    """Estimated shared memory of a config: the pipelined operand tiles, plus the epilogue's
+    TMA output tile and the scratch that converts a loaded (M, N) bias tile to the accumulator
+    layout.  A one-tile program reuses the operand buffers for its epilogue; a persistent one
+    keeps them filling with the next tile's operands meanwhile."""
+    kw = config.kwargs
+    operands = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * elem_bytes * config.num_stages
+    subtile = kw.get("EPILOGUE_SUBTILE", False)
+    out_tile = kw["BLOCK_M"] * kw["BLOCK_N"] * elem_bytes // (2 if subtile else 1)
+    epilogue = (out_tile if tma_store else 0) + (out_tile // 2 if full_bias else 0)
+    return operands + epilogue if kw.get("PERSISTENT", False) else max(operands, epilogue)
+
+
+def _prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store: bool,
+                   bias_kind: int) -> list[triton.Config]:
+    budget = _shared_memory_bytes(operand.device.index or 0)
+
+    def smem(config: triton.Config) -> int:
+        return _config_smem(config, operand.element_size(), tma_store, bias_kind == FULL_BIAS)
+
+    return [c for c in configs if smem(c) <= budget] or [min(configs, key=smem)]
+
+
+def _prune_tma(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    args = {**named_args, **kwargs}
+    return _prune_by_smem(configs, args["a_desc"].base, True, args["BIAS_KIND"])
+
+
+def _prune_pointer(configs: list[triton.Config], named_args: dict,
+                   **kwargs) -> list[triton.Config]:
+    args = {**named_args, **kwargs}
+    return _prune_by_smem(configs, args["a_ptr"], False, args["BIAS_KIND"])
+
+
+_TUNING_KEY = ["M", "N", "K", "A_TRANS", "B_TRANS", "BIAS_KIND", "DOT_PRECISION"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Grouped order: tile ids run down ``GROUP_M`` row-blocks, then across the columns."""
+    tiles_per_group = GROUP_M * num_pid_n
+    first_m = (tile_id // tiles_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile_id % tiles_per_group) % group_rows
+    pid_n = (tile_id % tiles_per_group) // group_rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def _epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, alpha, beta,
+              BIAS_KIND: tl.constexpr):
+    """``alpha * acc + beta * bias`` in fp32 for the tile at rows ``offs_m``, columns ``offs_n``."""
+    out = acc * alpha
+    if BIAS_KIND == 1:
+        bias = tl.load(bias_ptr + offs_n * stride_bias_n, mask=offs_n < N, other=0.0)
+        out += beta * bias.to(tl.float32)[None, :]
+    elif BIAS_KIND == 2:
+        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+        ptrs = bias_ptr + offs_m[:, None] * stride_bias_m + offs_n[None, :] * stride_bias_n
+        out += beta * tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    return out
+
+
+@triton.jit
+def _store_tile(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n, alpha,
+                beta, BIAS_KIND: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """Apply the epilogue to a (ROWS, COLS) accumulator at ``[off_m, off_n]`` and TMA-store it."""
+    offs_m = off_m + tl.arange(0, ROWS)
+    offs_n = off_n + tl.arange(0, COLS)
+    out = _epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, alpha, beta,
+                    BIAS_KIND)
+    c_desc.store([off_m, off_n], out.to(c_desc.dtype))
+
+
+@triton.jit
+def _store_output(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n, alpha,
+                  beta, BIAS_KIND: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  EPILOGUE_SUBTILE: tl.constexpr):
+    """Store the output tile, as two (BLOCK_M, BLOCK_N / 2) halves when ``EPILOGUE_SUBTILE``."""
+    if EPILOGUE_SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        _store_tile(c_desc, left, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n,
+                    alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N // 2)
+        _store_tile(c_desc, right, bias_ptr, off_m, off_n + BLOCK_N // 2, M, N, stride_bias_m,
+                    stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N // 2)
+    else:
+        _store_tile(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n,
+                    alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _load_tile(desc, off_rows, off_cols, TRANS: tl.constexpr):
+    """Load the ``[off_rows, off_cols]`` tile; a transposed operand's descriptor is swapped."""
+    if TRANS:
+        tile = desc.load([off_cols, off_rows]).T
+    else:
+        tile = desc.load([off_rows, off_cols])
+    return tile
+
+
+@triton.jit
+def _accumulate(a_desc, b_desc, off_m, off_n, K, A_TRANS: tl.constexpr, B_TRANS: tl.constexpr,
+                DOT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr):
+    """``A[off_m:+BLOCK_M, :] @ B[:, off_n:+BLOCK_N]`` in fp32, one k-block per step."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BLOCK_K)):
+        a = _load_tile(a_desc, off_m, ki * BLOCK_K, A_TRANS)
+        b = _load_tile(b_desc, ki * BLOCK_K, off_n, B_TRANS)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+    return acc
+
+
+@triton.autotune(
+    configs=INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS,
+    key=_TUNING_KEY,
+    prune_configs_by={"early_config_prune": _prune_tma},
+)
+@triton.jit
+def _matmul_tma_kernel(
+    a_desc, b_desc, c_desc, bias_ptr,
+    M, N, K, stride_bias_m, stride_bias_n, alpha, beta,
+    A_TRANS: tl.constexpr, B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PERSISTENT: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+):
+    """C = alpha * A @ B + beta * bias with TMA loads and stores.
+
+    ``A_TRANS``: ``a_desc`` describes A.T (K, M); ``B_TRANS``: ``b_desc`` describes B.T (N, K).
+    ``PERSISTENT``: program p computes tiles p, p + G, p + 2G, ... of the G programs in a
+    flattened (tile x k-block) loop; otherwise each program computes one tile.
+    ``EPILOGUE_SUBTILE`` applies the epilogue to and stores two (BM, BN/2) halves, halving the
+    shared memory for the output tile and the bias layout conversion.
+    """
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    if PERSISTENT:
+        start = tl.program_id(0)
+        step = tl.num_programs(0)
+        # The epilogue keeps its own tile counter: values shared by the prologue and epilogue
+        # of a flattened, software-pipelined loop confuse Triton's pipeliner.
+        tile_id_c = start - step
+        for tile_id in tl.range(start, num_pid_m * num_pid_n, step, flatten=True):
+            pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS,
+                              B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
+            tile_id_c += step
+            pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+            _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
+                          stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M,
+                          BLOCK_N, EPILOGUE_SUBTILE)
+    else:
+        pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+        acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS, B_TRANS,
+                          DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
+        _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
+                      stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N,
+                      EPILOGUE_SUBTILE)
+
+
+@triton.autotune(
+    configs=INTERPRETER_POINTER_CONFIGS if INTERPRETED else POINTER_CONFIGS,
+    key=_TUNING_KEY,
+    prune_configs_by={"early_config_prune": _prune_pointer},
+)
+@triton.jit
+def _matmul_pointer_kernel(
+    a_ptr, b_ptr, c_ptr, bias_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_bias_m, stride_bias_n, alpha, beta,
+    A_TRANS: tl.constexpr, B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """C = alpha * A @ B + beta * bias for one tile per program, with masked strided loads.
+
+    ``A_TRANS``/``B_TRANS`` only key the autotuner: unit strides reach the compiler as
+    constants (Triton specializes integer arguments equal to 1), which vectorizes the loads.
+    """
+    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
+                                GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BLOCK_K)):
+        k_left = K - ki * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    out = _epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n,
+                    alpha, beta, BIAS_KIND)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launchers
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_strided_2d(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """Return ``(t, transposed)`` with ``t`` row- or column-major (copying only other layouts)."""
+    if t.stride(1) == 1:
+        return t, False
+    if t.stride(0) == 1:
+        return t, True
+    return t.contiguous(), False
+
+
+def _tma_compatible(t: torch.Tensor, transposed: bool) -> bool:
+    """Whether TMA can address ``t`` (or, when ``transposed``, its row-major transpose)."""
+    pitch = t.stride(1) if transposed else t.stride(0)
+    return (t.numel() > 0 and t.data_ptr() % _TMA_ALIGN == 0
+            and (pitch * t.element_size()) % _TMA_ALIGN == 0)
+
+
+def _descriptor(t: torch.Tensor, transposed: bool) -> TensorDescriptor:
+    """A row-major descriptor over ``t`` or ``t.T``; its block shape is set per config."""
+    rows = t.T if transposed else t
+    return TensorDescriptor(rows, list(rows.shape), [rows.stride(0), 1], [1, 1])
+
+
+@functools.cache
+def _num_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _grid(device: torch.device):
+    """Grid for either schedule: one program per tile, or at most one per SM when persistent."""
+    sms = _INTERPRETER_SMS if INTERPRETED else _num_sms(device.index or 0)
+
+    def grid(meta: dict) -> tuple[int]:
+        tiles = triton.cdiv(meta["M"], meta["BLOCK_M"]) * triton.cdiv(meta["N"], meta["BLOCK_N"])
+        return (min(tiles, sms) if meta.get("PERSISTENT") else tiles,)
+
+    return grid
+
+
+def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> tuple[int, torch.Tensor | None]:
+    """Classify ``bias`` broadcast to (M, N): absent, a row vector, or a full matrix."""
+    if bias is None:
+        return NO_BIAS, None
+    view = bias.expand(m, n)
+    return (ROW_BIAS if view.stride(0) == 0 else FULL_BIAS), view
+
+
+def _dot_precision(dtype: torch.dtype) -> str:
+    """fp32 operands use TF32 tensor cores only when torch's matmul precision allows it."""
+    if dtype == torch.float32 and torch.get_float32_matmul_precision() == "highest":
+        return "ieee"
+    return "tf32"
+
+
+def _uses_tma(a: torch.Tensor, a_trans: bool, b: torch.Tensor, b_trans: bool,
+              out: torch.Tensor, precision: str) -> bool:
+    """TMA serves tensor-core dots on Hopper (or the interpreter) with 16-byte aligned operands
+    no smaller than the largest tile.
+
+    Exact fp32 (``ieee``) dots run on the FMA units, where the TMA kernel's transposed tiles
+    spill registers; they take the pointer kernel.
+    """
+    mnk = (a.shape[0], b.shape[1], a.shape[1])
+    if precision == "ieee" or any(d < block for d, block in zip(mnk, _TMA_MIN_MNK, strict=True)):
+        return False
+    if not INTERPRETED and torch.cuda.get_device_capability(a.device)[0] < 9:
+        return False
+    return (_tma_compatible(a, a_trans) and _tma_compatible(b, b_trans)
+            and _tma_compatible(out, False))
+
+
+def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
+                 alpha: float = 1.0, beta: float = 1.0) -> torch.Tensor:
+    """``alpha * a @ b + beta * bias`` for 2-D ``a`` (M, K), ``b`` (K, N), without autograd."""
+    assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0], "shapes do not match"
+    assert a.dtype == b.dtype, "operand dtypes differ"
+    (m, k), n = a.shape, b.shape[1]
+    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if m == 0 or n == 0:
+        return out
+    a, a_trans = _as_strided_2d(a)
+    b, b_trans = _as_strided_2d(b)
+    kind, bias_view = _bias_kind(bias, m, n)
+    bias_arg = out if bias_view is None else bias_view
+    precision = _dot_precision(a.dtype)
+    common = dict(M=m, N=n, K=k, stride_bias_m=bias_arg.stride(0), stride_bias_n=bias_arg.stride(1),
+                  alpha=float(alpha), beta=float(beta), A_TRANS=a_trans, B_TRANS=b_trans,
+                  BIAS_KIND=kind, DOT_PRECISION=precision)
+    grid = _grid(a.device)
+    if _uses_tma(a, a_trans, b, b_trans, out, precision):
+        _matmul_tma_kernel[grid](_descriptor(a, a_trans), _descriptor(b, b_trans),
+                                 _descriptor(out, False), bias_arg, **common)
+    else:
+        _matmul_pointer_kernel[grid](a, b, out, bias_arg, stride_am=a.stride(0),
+                                     stride_ak=a.stride(1), stride_bk=b.stride(0),
+                                     stride_bn=b.stride(1), stride_cm=out.stride(0),
+                                     stride_cn=out.stride(1), **common)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom ops and autograd
+# ---------------------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("opbench::matmul", mutates_args=())
+def _matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return fused_matmul(a, b)
+
+
+@torch.library.custom_op("opbench::addmm", mutates_args=())
+def _addmm_op(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
+              beta: float) -> torch.Tensor:
+    return fused_matmul(mat1, mat2, bias, alpha, beta)
+
+
+@_matmul_op.register_fake
+def _matmul_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+@_addmm_op.register_fake
+def _addmm_fake(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
+                beta: float) -> torch.Tensor:
+    return mat1.new_empty((mat1.shape[0], mat2.shape[1]))
+
+
+def _save_operands(ctx, inputs: tuple, output: torch.Tensor) -> None:
+    a, b = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _matmul_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    a, b = ctx.saved_tensors
+    grad_a = _matmul_op(grad, b.mT) if ctx.needs_input_grad[0] else None
+    grad_b = _matmul_op(a.mT, grad) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+def _save_addmm(ctx, inputs: tuple, output: torch.Tensor) -> None:
+    bias, mat1, mat2, alpha, beta = inputs
+    ctx.save_for_backward(mat1, mat2)
+    ctx.bias_shape = None if bias is None else bias.shape
+    ctx.alpha, ctx.beta = alpha, beta
+
+
+def _addmm_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+    mat1, mat2 = ctx.saved_tensors
+    grad_bias = grad_mat1 = grad_mat2 = None
+    if ctx.bias_shape is not None and ctx.needs_input_grad[0]:
+        grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
+    if ctx.needs_input_grad[1]:
+        grad_mat1 = _addmm_op(None, grad, mat2.mT, ctx.alpha, 0.0)
+    if ctx.needs_input_grad[2]:
+        grad_mat2 = _addmm_op(None, mat1.mT, grad, ctx.alpha, 0.0)
+    return grad_bias, grad_mat1, grad_mat2, None, None
+
+
+_matmul_op.register_autograd(_matmul_backward, setup_context=_save_operands)
+_addmm_op.register_autograd(_addmm_backward, setup_context=_save_addmm)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for 2-D tensors of one floating dtype, differentiable, traceable by Dynamo."""
+    return torch.ops.opbench.matmul(a, b)
+
+
+def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float = 1.0,
+          beta: float = 1.0) -> torch.Tensor:
+    """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` of shape (N,) or (M, N)."""
+    return torch.ops.opbench.addmm(bias, mat1, mat2, float(alpha), float(beta))

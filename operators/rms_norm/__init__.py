@@ -1,0 +1,1 @@
+"""RMS normalization (Llama-style) in Triton and Helion, forward and backward."""

@@ -1,0 +1,307 @@
+"""RMS normalization in Helion: forward and backward kernels, autograd and tuning candidates.
+
+Same math as :mod:`operators.rms_norm.triton_impl` (fp32 inside, ``rstd`` saved per row)::
+
+    y  = x * rstd * weight,        rstd = rsqrt(sum(x**2) / N + eps)
+    dx = rstd * (g - xhat * sum(g * xhat) / N),   g = dy * weight, xhat = x * rstd
+    dw = sum over rows of dy * xhat
+
+Means are written as ``sum / n`` with ``n = hl.specialize(N)``: ``.mean(-1)`` inside a Helion
+kernel divides by the padded block width when ``N`` is not a power of two.
+
+The backward kernels return one partial ``dw`` row per outer tile of rows; the autograd
+function sums them.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in registers next
+to a ``dw`` accumulator (ptxas reports spills for every config), so they go to
+:func:`rms_norm_bwd_wide`, which walks each row twice in column tiles.
+
+Configs are stored per ``(kernel, dtype, bucket)``, where the bucket is the row width padded
+to the next power of two (``"n8192"`` holds N=5120 and N=8192): the kernels keep a padded row
+per tile, so rows in one bucket use the same registers and the same config.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import helion
+import helion.language as hl
+import torch
+import triton
+
+from operators.helion_configs import TuningJob, call_with_stored_config, config_key
+
+CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
+
+BWD_MAX_WIDTH = 8192
+"""Widest padded row :func:`rms_norm_bwd` handles; wider rows use :func:`rms_norm_bwd_wide`."""
+
+TUNING_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
+"""The width buckets of the rms_norm operator's default CUDA sweep (N=5120 pads to 8192)."""
+
+TUNING_NUMEL = 2**25
+"""Rows x width of the example arguments configs are timed on (the candidates assume it)."""
+
+
+@helion.kernel
+def rms_norm_fwd(
+    x: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMS-normalize the rows of ``x`` [M, N] by ``weight`` [N].
+
+    Returns ``y`` [M, N] in ``x.dtype`` and ``rstd`` fp32 [M].
+    """
+    m, n = x.size()
+    n = hl.specialize(n)
+    y = torch.empty_like(x)
+    rstd = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        x_tile = x[tile_m, :].to(torch.float32)
+        rstd_tile = torch.rsqrt((x_tile * x_tile).sum(-1) / n + eps)
+        y[tile_m, :] = (x_tile * rstd_tile[:, None] * weight[:].to(torch.float32)).to(y.dtype)
+        rstd[tile_m] = rstd_tile
+    return y, rstd
+
+
+@helion.kernel
+def rms_norm_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradients of :func:`rms_norm_fwd`: ``dx`` [M, N] and partial ``dw`` fp32 [B, N].
+
+    Each outer tile of rows (``B`` of them) accumulates ``sum(dy * xhat)`` in fp32 registers
+    over its inner row tiles and writes one row of the partial ``dw``.
+    """
+    m, n = x.size()
+    n = hl.specialize(n)
+    block_m = hl.register_block_size(m)
+    dx = torch.empty_like(x)
+    dw_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
+    for tile_outer in hl.tile(m, block_size=block_m):
+        dw_acc = hl.zeros([n], dtype=torch.float32)
+        for tile_m in hl.tile(tile_outer.begin, tile_outer.end):
+            x_tile = x[tile_m, :].to(torch.float32)
+            dy_tile = grad_out[tile_m, :].to(torch.float32)
+            rstd_tile = rstd[tile_m][:, None]
+            xhat = x_tile * rstd_tile
+            g = dy_tile * weight[None, :].to(torch.float32)
+            c = (g * xhat).sum(-1) / n
+            dx[tile_m, :] = (rstd_tile * (g - xhat * c[:, None])).to(dx.dtype)
+            dw_acc += (dy_tile * xhat).sum(0)
+        dw_partial[tile_outer.id, :] = dw_acc
+    return dx, dw_partial
+
+
+@helion.kernel
+def rms_norm_bwd_wide(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`rms_norm_bwd` for rows too wide to keep in registers next to a ``dw`` accumulator.
+
+    Per row tile it first reduces ``sum(dy * w * x)`` over the row in column tiles, then
+    revisits the row (now in cache) in column tiles to write ``dx`` and add ``dy * xhat``
+    into the outer tile's row of the partial ``dw``, which it keeps in global memory.
+    """
+    m, n = x.size()
+    n = hl.specialize(n)
+    block_m = hl.register_block_size(m)
+    dx = torch.empty_like(x)
+    dw_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
+    for tile_outer in hl.tile(m, block_size=block_m):
+        for tile_n in hl.tile(n):
+            dw_partial[tile_outer.id, tile_n] = hl.zeros([tile_n], dtype=torch.float32)
+        for tile_m in hl.tile(tile_outer.begin, tile_outer.end):
+            rstd_tile = rstd[tile_m]
+            dot = hl.zeros([tile_m], dtype=torch.float32)
+            for tile_n in hl.tile(n):
+                dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
+                g = dy_tile * weight[None, tile_n].to(torch.float32)
+                dot += (g * x[tile_m, tile_n].to(torch.float32)).sum(-1)
+            c = dot * rstd_tile / n
+            for tile_n in hl.tile(n):
+                xhat = x[tile_m, tile_n].to(torch.float32) * rstd_tile[:, None]
+                dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
+                g = dy_tile * weight[None, tile_n].to(torch.float32)
+                dx[tile_m, tile_n] = (rstd_tile[:, None] * (g - xhat * c[:, None])).to(dx.dtype)
+                dw_partial[tile_outer.id, tile_n] += (dy_tile * xhat).sum(0)
+    return dx, dw_partial
+
+
+KERNELS = {
+    "rms_norm_fwd": rms_norm_fwd,
+    "rms_norm_bwd": rms_norm_bwd,
+    "rms_norm_bwd_wide": rms_norm_bwd_wide,
+}
+"""The Helion kernels of this module by the name their configs are stored under."""
+
+
+def width_bucket(n: int) -> str:
+    """The stored-config bucket for rows of width ``n``: ``n`` padded to a power of two."""
+    return f"n{triton.next_power_of_2(n)}"
+
+
+def bwd_kernel_name(n: int) -> str:
+    """Which backward kernel runs rows of width ``n``."""
+    return "rms_norm_bwd" if triton.next_power_of_2(n) <= BWD_MAX_WIDTH else "rms_norm_bwd_wide"
+
+
+def kernels_for_width(n: int) -> list[str]:
+    """Names of the kernels that run on rows of width ``n``: the ones to tune for it."""
+    return ["rms_norm_fwd", bwd_kernel_name(n)]
+
+
+def _run(name: str, x: torch.Tensor, *args: object) -> tuple[torch.Tensor, torch.Tensor]:
+    key = config_key(name, x.dtype, width_bucket(x.size(1)))
+    return call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *args)
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """Autograd wiring: the forward saves ``x``, ``weight`` and ``rstd`` for the backward."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        y, rstd = _run("rms_norm_fwd", x, x, weight, eps)
+        ctx.save_for_backward(x, weight, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        x, weight, rstd = ctx.saved_tensors
+        name = bwd_kernel_name(x.size(1))
+        dx, dw_partial = _run(name, x, grad_out.contiguous(), x, weight, rstd)
+        return dx, dw_partial.sum(0).to(weight.dtype), None
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Llama-style RMS norm of the rows of 2-D ``x`` scaled by ``weight``; differentiable."""
+    if x.dim() != 2:
+        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
+    if weight.shape != x.shape[1:]:
+        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
+    return RMSNormFunction.apply(x.contiguous(), weight.contiguous(), eps)
+
+
+def tuning_args(
+    kernel_name: str, m: int, n: int, dtype: torch.dtype, device: str
+) -> tuple[object, ...]:
+    """Example arguments of shape (m, n) for timing configs of ``KERNELS[kernel_name]``."""
+    x = torch.randn(m, n, dtype=dtype, device=device)
+    weight = torch.randn(n, dtype=dtype, device=device)
+    if kernel_name == "rms_norm_fwd":
+        return x, weight, 1e-6
+    if kernel_name in ("rms_norm_bwd", "rms_norm_bwd_wide"):
+        rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+        return torch.randn_like(x), x, weight, rstd
+    raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
+
+
+def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
+    """A short list of plausible H200 configs for ``KERNELS[kernel_name]`` on rows of width ``n``.
+
+    The first candidate mirrors the Triton launch heuristics (checked with ``ptxas`` for
+    sm_90: no spills, about 32 warps resident per SM); the others vary one knob each.  The
+    backward's outer tile (rows per partial ``dw`` row) is sized for M*N = 2**25; variants
+    change it by a factor of two.
+    """
+    width = triton.next_power_of_2(n)
+    candidates = {
+        "rms_norm_fwd": _fwd_candidates,
+        "rms_norm_bwd": _bwd_candidates,
+        "rms_norm_bwd_wide": _bwd_wide_candidates,
+    }
+    if kernel_name not in candidates:
+        raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
+    return candidates[kernel_name](width)
+
+
+def _fwd_candidates(width: int) -> list[helion.Config]:
+    # 32 row values per thread and 4096+ values per tile, the whole row in registers.
+    rows = max(1, 4096 // width)
+    warps = min(32, max(4, rows * width // 1024))
+    base = {"block_sizes": [rows], "num_warps": warps, "reduction_loops": [None]}
+    variants = [
+        {},
+        {"num_warps": min(32, 2 * warps)},
+        {"num_warps": max(4, warps // 2)},
+        {"indexing": "block_ptr"},
+        {"load_eviction_policies": "first"},
+        {"pid_type": "persistent_interleaved", "num_sm_multiplier": max(1, 32 // warps),
+         "range_num_stages": [2]},
+    ]
+    if width <= 8192:
+        variants.append({"block_sizes": [2 * rows], "num_warps": min(32, 2 * warps)})
+    else:
+        variants += [{"reduction_loops": [4096]}, {"reduction_loops": [8192], "num_warps": 16}]
+    return _unique(base, variants)
+
+
+def _bwd_candidates(width: int) -> list[helion.Config]:
+    # Inner tile: 8 row values per thread (x, dy, weight and the dw accumulator stay in
+    # registers), 32 warps per SM.  Outer tile: one program per resident slot; fewer, larger
+    # outer tiles (fewer partial dw rows) only where several programs share an SM.
+    rows = max(1, 2048 // width)
+    warps = min(32, max(4, rows * width // 256))
+    per_sm = max(1, 32 // warps)
+    outer = max(rows, 2**25 // width // (128 * per_sm))
+    base = {"block_sizes": [outer, rows], "num_warps": warps}
+    variants = [
+        {},
+        {"block_sizes": [max(rows, outer // 2), rows]},
+        {"range_num_stages": [0, 2]},
+        {"num_warps": max(4, warps // 2)},
+        {"indexing": "block_ptr"},
+        {"pid_type": "persistent_interleaved", "num_sm_multiplier": per_sm,
+         "range_num_stages": [0, 2]},
+    ]
+    if per_sm > 1:
+        variants += [
+            {"block_sizes": [2 * outer, rows]},
+            {"block_sizes": [outer, 2 * rows], "num_warps": 2 * warps},
+        ]
+    return _unique(base, variants)
+
+
+def _bwd_wide_candidates(width: int) -> list[helion.Config]:
+    # One row at a time in 8192-wide column tiles (8 values per thread at 32 warps), one
+    # program per SM; or 4096-wide tiles at 16 warps, which fit two or three programs per SM.
+    # Block sizes: outer rows, zeroing tile, rows, pass-1 tile, pass-2 tile.
+    outer = max(1, 2**25 // width // 128)
+    base = {"block_sizes": [outer, 8192, 1, 8192, 8192], "num_warps": 32}
+    narrow = {"block_sizes": [outer, 4096, 1, 4096, 4096], "num_warps": 16}
+    pipelined = {"range_num_stages": [0, 0, 0, 2, 2]}
+    variants = [
+        {},
+        pipelined,
+        {"indexing": "block_ptr"},
+        narrow,
+        {**narrow, **pipelined},
+        {**narrow, "block_sizes": [max(1, outer // 2), 4096, 1, 4096, 4096]},
+    ]
+    return _unique(base, variants)
+
+
+def _unique(base: dict, variants: list[dict]) -> list[helion.Config]:
+    configs = []
+    for variant in variants:
+        config = {**base, **variant}
+        if config not in configs:
+            configs.append(config)
+    return [helion.Config(**config) for config in configs]
+
+
+def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
+    """Every stored-config slot of the default sweep for ``dtype``, with its candidates.
+
+    Per width bucket: the forward and the backward kernel that rows of that width run, timed
+    on ``TUNING_NUMEL // width`` rows; arguments are made only when a job is tuned.
+    """
+    return [
+        TuningJob(
+            kernel=KERNELS[name],
+            key=config_key(name, dtype, width_bucket(width)),
+            make_args=functools.partial(tuning_args, name, TUNING_NUMEL // width, width, dtype, device),
+            candidates=tuning_candidates(name, width),
+        )
+        for width in TUNING_WIDTHS
+        for name in kernels_for_width(width)
+    ]

@@ -1,0 +1,291 @@
+"""RMS normalization in Triton: forward, backward, custom ops and autograd.
+
+For ``x`` of shape ``(M, N)`` and ``weight`` of shape ``(N,)``, with all math in fp32::
+
+    rstd = 1 / sqrt(mean(x**2, axis=-1) + eps)            # one value per row, saved
+    y    = x * rstd * weight
+
+Backward, with ``xhat = x * rstd`` and ``g = dy * weight``::
+
+    dx = rstd * (g - xhat * mean(g * xhat, axis=-1))
+    dw = sum over rows of dy * xhat
+
+The forward reads ``x`` once and writes ``y`` once; the backward reads ``x``, ``dy`` and
+``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw`` row per program.
+
+* Forward: each program normalizes blocks of whole rows held in registers.  Up to
+  ``_FWD_PERSISTENT_BLOCK_N`` there is one program per block of rows; wider rows fit at most
+  two programs per SM, so the grid becomes persistent and each program prefetches its next
+  row into shared memory (``num_stages=2``) while it normalizes the current one.
+* Backward: persistent.  As many programs as fit on the GPU at once stride over the rows,
+  prefetching the next row, writing ``dx`` and accumulating a partial ``dw`` in fp32
+  registers; one partial row per program lands in a ``(programs, N)`` buffer that the host
+  sums.  Rows wider than ``_BWD_MAX_BLOCK_N`` cannot keep the ``dw`` accumulator in registers
+  next to the row, so they take a chunked kernel that makes two passes over each row (the
+  second one hits the cache) and keeps its partial ``dw`` row in global memory (L2).
+
+Launch heuristics (checked against ``ptxas -v`` for sm_90): every thread holds 8-32 values
+of a row, so no configuration spills, and persistent grids are sized from the compiled
+kernel's register and shared-memory use, so they never run a second wave.
+
+The host functions are registered as ``torch.library`` custom ops (``opbench::rms_norm_fwd``,
+``opbench::rms_norm_bwd``) with autograd, so ``torch.compile`` traces through them.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+_FWD_PERSISTENT_BLOCK_N = 16384
+"""Padded row width from which the forward runs a persistent, prefetching grid."""
+
+_FWD_MAX_PREFETCH_BYTES = 128 * 1024
+"""Shared memory the prefetching forward may use for its two row buffers (sm_90 has 227 KiB)."""
+
+_BWD_MAX_BLOCK_N = 8192
+"""Widest padded row the one-pass backward keeps in registers; wider rows are chunked."""
+
+_INTERPRETER_PROGRAMS = 4
+"""Persistent grid size under Triton's CPU interpreter."""
+
+_resident_programs: dict[tuple, int] = {}
+
+
+@triton.jit
+def _rms_norm_fwd_kernel(
+    x_ptr, w_ptr, y_ptr, rstd_ptr, M, N, eps,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    """Normalize blocks of ``BLOCK_M`` rows, taking blocks ``pid, pid + programs, ...``.
+
+    Per row: ``rstd = rsqrt(sum(x^2) / N + eps)``, ``y = x * rstd * w``.
+    """
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    step = tl.num_programs(0) * BLOCK_M
+    for row_start in tl.range(tl.program_id(0) * BLOCK_M, M, step, num_stages=NUM_STAGES):
+        rows = row_start + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=1) / N + eps)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+        y = x * rstd[:, None] * w[None, :]
+        tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+        tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+
+
+@triton.jit
+def _rms_norm_bwd_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    """One-pass backward over blocks of ``BLOCK_M`` whole rows, strided across programs.
+
+    Per row: ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``.
+    The program's ``sum(dy * xhat)`` over its rows is stored as row ``pid`` of ``dw_partial``.
+    """
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+
+    step = tl.num_programs(0) * BLOCK_M
+    for row_start in tl.range(pid * BLOCK_M, M, step, num_stages=NUM_STAGES):
+        rows = row_start + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+
+        xhat = x * rstd[:, None]
+        g = dy * w[None, :]
+        c = tl.sum(g * xhat, axis=1) / N
+        dx = rstd[:, None] * (g - xhat * c[:, None])
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += tl.sum(dy * xhat, axis=0)
+
+    tl.store(dw_partial_ptr + pid * N + cols, dw, mask=col_mask)
+
+
+@triton.jit
+def _rms_norm_bwd_chunked_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    """Run the backward for rows too wide for registers, in ``BLOCK_N``-wide column chunks.
+
+    Program ``pid`` handles rows ``pid, pid + programs, ...``; for each it first sums
+    ``dy * w * x`` over the chunks, then revisits them to write
+    ``dx = rstd * (g - xhat * rstd * sum(dy * w * x) / N)`` and add ``dy * xhat`` into
+    row ``pid`` of ``dw_partial`` (read back only after the program's first row).
+    """
+    pid = tl.program_id(0)
+    num_programs = tl.num_programs(0)
+    dw_row_ptr = dw_partial_ptr + pid.to(tl.int64) * N
+
+    for row in range(pid, M, num_programs):
+        row_offset = tl.cast(row, tl.int64) * N
+        rstd = tl.load(rstd_ptr + row)
+
+        acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = cols < N
+            x = tl.load(x_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            acc += dy * w * x
+        c = tl.sum(acc, axis=0) * rstd / N
+
+        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = cols < N
+            x = tl.load(x_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            xhat = x * rstd
+            dx = rstd * (dy * w - xhat * c)
+            tl.store(dx_ptr + row_offset + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+            dw = tl.load(dw_row_ptr + cols, mask=mask & (row >= num_programs), other=0.0)
+            tl.store(dw_row_ptr + cols, dw + dy * xhat, mask=mask)
+
+
+def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int]:
+    """``(BLOCK_M, num_warps)`` for a tile of at least ``min_tile`` values of padded rows."""
+    block_m = max(1, min_tile // block_n)
+    num_warps = min(32, max(4, block_m * block_n // (32 * values_per_thread)))
+    return block_m, num_warps
+
+
+def _specialization(arg: object) -> object:
+    """What Triton specializes a compiled kernel on: tensor dtypes, ints equal to 1 or 0 mod 16."""
+    if isinstance(arg, torch.Tensor):
+        return arg.dtype
+    if isinstance(arg, int):
+        return arg == 1, arg % 16 == 0
+    return type(arg)
+
+
+def _persistent_grid(kernel, args: tuple, meta: dict, device: torch.device, work: int) -> int:
+    """Programs for a persistent launch: as many as the GPU holds at once, at most ``work``.
+
+    Residency per SM comes from the compiled kernel's registers and shared memory (as in
+    Triton's fused-softmax tutorial), so the grid never spills into a second wave.
+    """
+    if device.type != "cuda":
+        return min(_INTERPRETER_PROGRAMS, work)
+    key = (kernel, device, tuple(map(_specialization, args)), tuple(sorted(meta.items())))
+    if key not in _resident_programs:
+        compiled = kernel.warmup(*args, grid=(1,), **meta)
+        compiled._init_handles()
+        props = torch.cuda.get_device_properties(device)
+        threads = 32 * meta["num_warps"]
+        regs = -(-compiled.n_regs // 8) * 8  # registers are allocated 8 per thread at a time
+        smem = compiled.metadata.shared + 1024  # the driver reserves 1 KiB per block
+        regs_per_sm = getattr(props, "regs_per_multiprocessor", 65536)  # 64K on every sm_50+
+        per_sm = min(
+            regs_per_sm // (regs * threads),
+            props.max_threads_per_multi_processor // threads,
+            props.shared_memory_per_multiprocessor // smem,
+        )
+        _resident_programs[key] = props.multi_processor_count * max(1, per_sm)
+    return min(_resident_programs[key], work)
+
+
+@torch.library.custom_op("opbench::rms_norm_fwd", mutates_args=())
+def rms_norm_fwd(
+    x: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMS-normalize the rows of 2-D ``x``; returns ``y`` and the fp32 ``rstd`` of shape (M,)."""
+    x, weight = x.contiguous(), weight.contiguous()
+    m, n = x.shape
+    y = torch.empty_like(x)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    block_n = triton.next_power_of_2(n)
+    block_m, num_warps = _tile(block_n, values_per_thread=32, min_tile=4096)
+    args = (x, weight, y, rstd, m, n, eps)
+    row_blocks = triton.cdiv(m, block_m)
+    if block_n >= _FWD_PERSISTENT_BLOCK_N:
+        tile_bytes = block_m * block_n * x.element_size()
+        stages = 2 if 2 * tile_bytes <= _FWD_MAX_PREFETCH_BYTES else 1
+        meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=stages, num_warps=num_warps)
+        programs = _persistent_grid(_rms_norm_fwd_kernel, args, meta, x.device, row_blocks)
+    else:
+        meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=1, num_warps=num_warps)
+        programs = row_blocks
+    _rms_norm_fwd_kernel[(programs,)](*args, **meta)
+    return y, rstd
+
+
+@rms_norm_fwd.register_fake
+def _(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(x), x.new_empty(x.shape[:1], dtype=torch.float32)
+
+
+@torch.library.custom_op("opbench::rms_norm_bwd", mutates_args=())
+def rms_norm_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradients ``(dx, dw)`` of :func:`rms_norm_fwd` given ``grad_out`` and the saved ``rstd``."""
+    grad_out, x, weight = grad_out.contiguous(), x.contiguous(), weight.contiguous()
+    m, n = x.shape
+    dx = torch.empty_like(x)
+    block_n = triton.next_power_of_2(n)
+    if block_n <= _BWD_MAX_BLOCK_N:
+        kernel = _rms_norm_bwd_kernel
+        block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
+        meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=2, num_warps=num_warps)
+        work = triton.cdiv(m, block_m)
+    else:
+        kernel = _rms_norm_bwd_chunked_kernel
+        _, num_warps = _tile(_BWD_MAX_BLOCK_N, values_per_thread=8, min_tile=2048)
+        meta = dict(BLOCK_N=_BWD_MAX_BLOCK_N, NUM_STAGES=2, num_warps=num_warps)
+        work = m
+    # The partial-dw buffer is sized from the grid; ``rstd`` (fp32 too) stands in for it while
+    # the grid is worked out, which compiles the kernel but does not run it.
+    probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
+    programs = _persistent_grid(kernel, probe_args, meta, x.device, work)
+    dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
+    kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
+    return dx, dw_partial.sum(0).to(weight.dtype)
+
+
+@rms_norm_bwd.register_fake
+def _(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(x), torch.empty_like(weight)
+
+
+def _setup_context(ctx, inputs: tuple, output: tuple) -> None:
+    x, weight, _ = inputs
+    _, rstd = output
+    ctx.mark_non_differentiable(rstd)
+    ctx.save_for_backward(x, weight, rstd)
+
+
+def _backward(ctx, grad_y: torch.Tensor, _grad_rstd: torch.Tensor) -> tuple:
+    x, weight, rstd = ctx.saved_tensors
+    dx, dw = rms_norm_bwd(grad_y, x, weight, rstd)
+    return dx, dw, None
+
+
+rms_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Llama-style RMS norm of the rows of 2-D ``x`` scaled by ``weight``; differentiable."""
+    if x.dim() != 2:
+        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
+    if weight.shape != x.shape[1:]:
+        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
+    y, _ = rms_norm_fwd(x.contiguous(), weight, eps)
+    return y

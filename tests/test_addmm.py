@@ -1,0 +1,94 @@
+"""The addmm operator: every backend against the float64 reference, with 1-D and 2-D bias,
+alpha and beta other than 1; its command-line options."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+import torch
+
+from harness.operator import Mode
+from operators.addmm.operator import AddmmOperator
+from tests.helpers import run_cells, run_cli
+
+KERNEL_BACKENDS = ["eager", "triton", "helion"]
+SCALED_2D = {"bias": "2d", "alpha": 1.5, "beta": -0.5}
+
+
+def assert_accurate(cells: dict, backends: list[str]) -> None:
+    for backend in backends:
+        accuracy = cells[(backend, "accuracy")]
+        assert accuracy.status == "ok", accuracy.error
+        assert accuracy.value == 1.0, accuracy.note
+
+
+@pytest.mark.parametrize("mode", list(Mode), ids=[m.value for m in Mode])
+def test_kernel_backends_match_reference_in_every_mode(mode: Mode) -> None:
+    op = AddmmOperator("cpu", torch.float32, SCALED_2D)
+    assert_accurate(run_cells(op, mode, (20, 12, 9), ["accuracy"], KERNEL_BACKENDS), KERNEL_BACKENDS)
+
+
+@pytest.mark.parametrize(
+    ("options", "shape"),
+    [
+        ({}, (32, 32, 32)),
+        ({"bias": "1d", "alpha": 0.5, "beta": 2.0}, (20, 12, 9)),
+        (SCALED_2D, (32, 32, 32)),
+    ],
+    ids=["1d-defaults", "1d-scaled", "2d-scaled"],
+)
+def test_bias_kinds_and_scales_match_reference(options: dict, shape: tuple[int, ...]) -> None:
+    op = AddmmOperator("cpu", torch.float32, options)
+    cells = run_cells(op, Mode.FWD_BWD, shape, ["accuracy"], KERNEL_BACKENDS)
+    assert_accurate(cells, KERNEL_BACKENDS)
+
+
+def test_torch_compile_matches_reference_forward_and_backward() -> None:
+    op = AddmmOperator("cpu", torch.float32, SCALED_2D)
+    cells = run_cells(op, Mode.FWD_BWD, (20, 12, 9), ["accuracy"], ["eager", "torch_compile"])
+    assert_accurate(cells, ["torch_compile"])
+
+
+def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
+    op = AddmmOperator("cpu", torch.bfloat16)
+    cells = run_cells(op, Mode.FWD, (16, 16, 16), ["accuracy"], KERNEL_BACKENDS)
+    for backend in ("triton", "helion"):
+        assert cells[(backend, "accuracy")].status == "skipped"
+        assert "interpreter" in cells[(backend, "accuracy")].error
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
+def test_options_come_from_the_command_line_or_default() -> None:
+    parser = argparse.ArgumentParser()
+    AddmmOperator.add_options(parser)
+    parsed = vars(parser.parse_args(["--bias", "2d", "--alpha", "1.5", "--beta", "-0.5"]))
+    op = AddmmOperator("cpu", torch.float32, parsed)
+    assert (op.full_bias, op.alpha, op.beta) == (True, 1.5, -0.5)
+    assert op.make_inputs((5, 4, 3))[0].shape == (5, 4)
+    default = AddmmOperator("cpu", torch.float32)
+    assert (default.full_bias, default.alpha, default.beta) == (False, 1.0, 1.0)
+    assert default.make_inputs((5, 4, 3))[0].shape == (4,)
+
+
+def test_byte_model_counts_the_bias_and_its_gradient() -> None:
+    m, n, k = 64, 32, 16
+    row = AddmmOperator("cpu", torch.float16)
+    full = AddmmOperator("cpu", torch.float16, {"bias": "2d"})
+    assert full.bytes_moved((m, n, k), Mode.FWD) - row.bytes_moved((m, n, k), Mode.FWD) == 2 * (m * n - n)
+    assert full.bytes_moved((m, n, k), Mode.BWD) - row.bytes_moved((m, n, k), Mode.BWD) == 2 * (m * n - n)
+    assert row.flops((m, n, k), Mode.FWD_BWD) == 6 * m * n * k
+
+
+def test_run_py_end_to_end_with_options(tmp_path) -> None:
+    out = tmp_path / "addmm.json"
+    result = run_cli("--op", "addmm", "--mode", "bwd", "--bias", "2d", "--alpha", "1.5",
+                     "--beta", "-0.5", "--shape", "20,12,9", "--only", "eager,triton",
+                     "--metrics", "accuracy,latency", "--rep", "1", "--warmup", "0",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    from harness.results import read_json
+
+    _, records = read_json(out)
+    accuracy = {r.backend: r.value for r in records if r.metric == "accuracy"}
+    assert accuracy == {"eager": 1.0, "triton": 1.0}

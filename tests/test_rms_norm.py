@@ -1,0 +1,102 @@
+"""The rms_norm operator: every backend's output and gradients against the float64 reference."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from harness.operator import Mode
+from operators.rms_norm.operator import RMSNormOperator
+from tests.helpers import run_cells, run_cli
+
+KERNEL_BACKENDS = ["eager", "triton", "helion"]
+ODD_SHAPE = (9, 200)
+POW2_SHAPE = (16, 64)
+
+
+def assert_accurate(cells: dict, backends: list[str]) -> None:
+    for backend in backends:
+        accuracy = cells[(backend, "accuracy")]
+        assert accuracy.status == "ok", accuracy.error
+        assert accuracy.value == 1.0, accuracy.note
+
+
+@pytest.mark.parametrize("mode", list(Mode), ids=[m.value for m in Mode])
+def test_kernel_backends_match_reference_in_every_mode(mode: Mode) -> None:
+    op = RMSNormOperator("cpu", torch.float32)
+    assert_accurate(run_cells(op, mode, ODD_SHAPE, ["accuracy"], KERNEL_BACKENDS), KERNEL_BACKENDS)
+
+
+def test_kernel_backends_match_reference_on_power_of_two_sizes() -> None:
+    op = RMSNormOperator("cpu", torch.float32)
+    cells = run_cells(op, Mode.FWD_BWD, POW2_SHAPE, ["accuracy"], KERNEL_BACKENDS)
+    assert_accurate(cells, KERNEL_BACKENDS)
+
+
+@pytest.mark.parametrize("shape", [ODD_SHAPE, POW2_SHAPE], ids=["n200", "pow2"])
+def test_fp16_outputs_and_gradients_match_reference(shape: tuple[int, int]) -> None:
+    op = RMSNormOperator("cpu", torch.float16)
+    cells = run_cells(op, Mode.FWD_BWD, shape, ["accuracy"], KERNEL_BACKENDS)
+    assert_accurate(cells, KERNEL_BACKENDS)
+
+
+def test_torch_compile_matches_reference_forward_and_backward() -> None:
+    op = RMSNormOperator("cpu", torch.float32)
+    cells = run_cells(op, Mode.FWD_BWD, ODD_SHAPE, ["accuracy"], ["eager", "torch_compile"])
+    assert_accurate(cells, ["torch_compile"])
+
+
+def test_eager_keeps_float64_inputs_in_float64() -> None:
+    op = RMSNormOperator("cpu", torch.float64)
+    x, weight, eps = op.make_inputs((4, 8))
+    assert op.eager(x, weight, eps)().dtype == torch.float64
+
+
+def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
+    op = RMSNormOperator("cpu", torch.bfloat16)
+    cells = run_cells(op, Mode.FWD, (8, 64), ["accuracy"], KERNEL_BACKENDS)
+    for backend in ("triton", "helion"):
+        assert cells[(backend, "accuracy")].status == "skipped"
+        assert "interpreter" in cells[(backend, "accuracy")].error
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
+def test_bytes_model_counts_rstd_and_both_passes() -> None:
+    op = RMSNormOperator("cpu", torch.float16)
+    m, n = 4096, 1024
+    fwd = (2 * m * n + n) * 2 + 4 * m
+    bwd = (3 * m * n + 2 * n) * 2 + 4 * m
+    assert op.bytes_moved((m, n), Mode.FWD) == op.bytes_moved((m, n), Mode.FWD_NO_GRAD) == fwd
+    assert op.bytes_moved((m, n), Mode.BWD) == bwd
+    assert op.bytes_moved((m, n), Mode.FWD_BWD) == fwd + bwd
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_helion_tuning_jobs_cover_every_kernel_of_the_default_cuda_sweep(dtype: torch.dtype) -> None:
+    from operators.rms_norm import helion_impl
+
+    jobs = helion_impl.tuning_jobs(dtype, "cuda")
+    expected = {
+        helion_impl.config_key(name, dtype, helion_impl.width_bucket(n))
+        for _, n in RMSNormOperator("cuda", dtype).default_shapes()
+        for name in helion_impl.kernels_for_width(n)
+    }
+    assert {job.key for job in jobs} == expected
+    assert len(jobs) == len(expected)
+    for job in jobs:
+        assert isinstance(job.make_args, functools.partial) and job.candidates
+
+
+def test_run_py_end_to_end(tmp_path) -> None:
+    out = tmp_path / "rms_norm.json"
+    result = run_cli("--op", "rms_norm", "--mode", "fwd_bwd", "--shape", "9,200",
+                     "--only", "eager,triton", "--metrics", "accuracy,latency,gbps",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    from harness.results import read_json
+
+    _, records = read_json(out)
+    accuracy = {r.backend: r.value for r in records if r.metric == "accuracy"}
+    assert accuracy == {"eager": 1.0, "triton": 1.0}

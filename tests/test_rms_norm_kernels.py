@@ -1,0 +1,112 @@
+"""The rms_norm Triton and Helion kernels, run by Triton's CPU interpreter, against float64."""
+
+from harness.device import prepare_backends
+
+prepare_backends("cpu")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from operators.rms_norm import helion_impl, triton_impl  # noqa: E402
+
+EPS = 1e-6
+M = 37
+TOLERANCES = {
+    torch.float32: {"rtol": 1e-4, "atol": 1e-4},
+    torch.float16: {"rtol": 1e-2, "atol": 1e-2},
+}
+IMPLS = {"triton": triton_impl, "helion": helion_impl}
+
+
+def reference(x, weight, dy):
+    """y, dx, dw from the formulas, in float64."""
+    x, weight, dy = x.double(), weight.double(), dy.double()
+    rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS)
+    xhat = x * rstd
+    g = dy * weight
+    dx = rstd * (g - xhat * (g * xhat).mean(-1, keepdim=True))
+    return xhat * weight, dx, (dy * xhat).sum(0)
+
+
+def run_forward_backward(rms_norm, m, n, dtype):
+    x = torch.randn(m, n, dtype=dtype, requires_grad=True)
+    weight = torch.randn(n, dtype=dtype, requires_grad=True)
+    dy = torch.randn(m, n, dtype=dtype)
+    y = rms_norm(x, weight, EPS)
+    y.backward(dy)
+    return (y, x.grad, weight.grad), reference(x.detach(), weight.detach(), dy)
+
+
+def assert_matches_reference(outputs, expected, dtype):
+    for name, got, want in zip(("y", "dx", "dw"), outputs, expected, strict=True):
+        assert got.dtype == dtype, name
+        torch.testing.assert_close(got.double(), want, **TOLERANCES[dtype], msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("n", [200, 256])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_forward_and_gradients_match_float64_reference(impl, n, dtype):
+    outputs, expected = run_forward_backward(IMPLS[impl].rms_norm, M, n, dtype)
+    assert_matches_reference(outputs, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
+    # Rows count as wide from 64 columns: persistent forward, chunked backward (4 chunks).
+    monkeypatch.setattr(triton_impl, "_FWD_PERSISTENT_BLOCK_N", 64)
+    monkeypatch.setattr(triton_impl, "_BWD_MAX_BLOCK_N", 64)
+    outputs, expected = run_forward_backward(triton_impl.rms_norm, 9, 200, dtype)
+    assert_matches_reference(outputs, expected, dtype)
+
+
+def test_helion_wide_row_backward_matches_reference(monkeypatch):
+    monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
+    assert helion_impl.bwd_kernel_name(200) == "rms_norm_bwd_wide"
+    outputs, expected = run_forward_backward(helion_impl.rms_norm, M, 200, torch.float32)
+    assert_matches_reference(outputs, expected, torch.float32)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_rejects_input_that_is_not_2d(impl):
+    with pytest.raises(ValueError, match="2-D"):
+        IMPLS[impl].rms_norm(torch.randn(2, 3, 8), torch.randn(8))
+
+
+def test_triton_custom_ops_pass_opcheck():
+    x = torch.randn(5, 48, requires_grad=True)
+    weight = torch.randn(48, requires_grad=True)
+    torch.library.opcheck(torch.ops.opbench.rms_norm_fwd.default, (x, weight, EPS))
+    # The backward op has no autograd formula of its own (no double backward).
+    x, weight = x.detach(), weight.detach()
+    _, rstd = triton_impl.rms_norm_fwd(x, weight, EPS)
+    dy = torch.randn(5, 48)
+    torch.library.opcheck(torch.ops.opbench.rms_norm_bwd.default, (dy, x, weight, rstd))
+
+
+def test_triton_rms_norm_compiles_without_graph_breaks():
+    def loss(x, weight):
+        return (triton_impl.rms_norm(x, weight, EPS) * 2.0).sum()
+
+    x = torch.randn(M, 200, requires_grad=True)
+    weight = torch.randn(200, requires_grad=True)
+    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
+    eager_grads = torch.autograd.grad(loss(x, weight), (x, weight))
+    compiled_value = compiled(x, weight)
+    compiled_grads = torch.autograd.grad(compiled_value, (x, weight))
+    torch.testing.assert_close(compiled_value, loss(x, weight))
+    for got, want in zip(compiled_grads, eager_grads, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize(
+    ("kernel_name", "n"),
+    [("rms_norm_fwd", 4096), ("rms_norm_bwd", 4096), ("rms_norm_bwd_wide", 16384)],
+)
+def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):
+    args = helion_impl.tuning_args(kernel_name, 64, n, torch.float16, "cpu")
+    bound = helion_impl.KERNELS[kernel_name].bind(args)
+    candidates = helion_impl.tuning_candidates(kernel_name, n)
+    assert 4 <= len(candidates) <= 12
+    for config in candidates:
+        assert "@triton.jit" in bound.to_triton_code(config)
