@@ -5,7 +5,8 @@ Every cell (op, mode, dtype, x_val, backend) with an ok latency in BASELINE gets
   accuracy_lost  baseline accuracy 1, current accuracy 0 (or its accuracy check errored)
   missing        absent from CURRENT, or its latency failed or was skipped there
   noisy          flagged on either side (e.g. below_physical_floor), or the spread of either
-                 side's repeat medians (half p20-p80 over the median) is above --noise
+                 side's repeat medians (half p20-p80 over the median; without repeats, the
+                 cell's sample spread) is above --noise
   regression     ratio = median(current) / median(baseline) above 1 + threshold, the 95%
                  bootstrap CI of the ratio above 1, and the Benjamini-Hochberg adjusted
                  one-sided Mann-Whitney U p-value below --alpha
@@ -113,7 +114,7 @@ def markdown(rows: list[Row], base: ResultFile, cur: ResultFile) -> str:
     changed = [row for row in rows if row.verdict != "unchanged"]
     parts = [
         f"**Performance gate: {'FAIL' if failed else 'pass'}** — {summary(rows)} "
-        f"(`{base.path.name}` → `{cur.path.name}`)",
+        f"(`{base.path}` → `{cur.path}`)",
         _md_table(changed) if changed else "No cell changed beyond its threshold.",
         f"<details><summary>All {len(rows)} cells</summary>\n\n{_md_table(rows)}\n\n</details>",
     ]

@@ -152,7 +152,7 @@ def _decide_tested(tested: list[tuple[Row, Side, Side]], settings: Settings) -> 
         row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
         row.p = p_slower if row.ratio >= 1 else p_faster
         threshold = settings.threshold_for(row.base_ms)
-        slower_shown = row.ci[0] > 1 and True
+        slower_shown = row.ci[0] > 1 and p_slower < settings.alpha
         faster_shown = row.ci[1] < 1 and p_faster < settings.alpha
         row.verdict = _direction(row.ratio, threshold, slower_shown, faster_shown)
         if row.verdict == "unchanged" and abs(row.ratio - 1) > threshold:

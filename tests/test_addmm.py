@@ -4,6 +4,8 @@ alpha and beta other than 1; its command-line options."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -14,6 +16,17 @@ from tests.helpers import run_cells, run_cli
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
 SCALED_2D = {"bias": "2d", "alpha": 1.5, "beta": -0.5}
+
+
+@contextlib.contextmanager
+def tf32_allowed() -> Iterator[None]:
+    """fp32 matmuls may use TF32, so that the Triton kernel takes its TMA path (see test_gemm)."""
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
 
 
 def assert_accurate(cells: dict, backends: list[str]) -> None:
@@ -40,7 +53,8 @@ def test_kernel_backends_match_reference_in_every_mode(mode: Mode) -> None:
 )
 def test_bias_kinds_and_scales_match_reference(options: dict, shape: tuple[int, ...]) -> None:
     op = AddmmOperator("cpu", torch.float32, options)
-    cells = run_cells(op, Mode.FWD_BWD, shape, ["accuracy"], KERNEL_BACKENDS)
+    with tf32_allowed():
+        cells = run_cells(op, Mode.FWD_BWD, shape, ["accuracy"], KERNEL_BACKENDS)
     assert_accurate(cells, KERNEL_BACKENDS)
 
 

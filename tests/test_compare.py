@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from harness import cli
+from harness.compare_stats import slower_faster_p
 from harness.results import Record, write_json
 from tests.helpers import run_cli
 
@@ -184,6 +185,25 @@ def test_change_beyond_threshold_without_significance_is_unchanged(
     code, verdicts = gate(tmp_path, capsys, baseline, current)
     assert code == 0
     assert verdicts[("4096", "eager")] == ("unchanged", "beyond threshold, not significant")
+
+
+@pytest.mark.parametrize(("slowed", "verdict"), [(BACKENDS, "regression"), (("triton",), "unchanged")])
+def test_benjamini_hochberg_adjusts_over_all_cells(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], slowed: tuple[str, ...], verdict: str) -> None:
+    """With 4 repeats the smallest one-sided p is 1/70; over 12 cells it survives the BH adjustment
+    when all 12 are slower (p_adj = 1/70) but not when 3 are (p_adj = 12/3 * 1/70 = 0.057)."""
+    current = sweep(seed=2, repeats=4, scale=dict.fromkeys(slowed, 1.2))
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1, repeats=4), current)
+    assert backend_verdicts(verdicts, "triton") == {verdict}
+    assert code == (1 if verdict == "regression" else 0)
+
+
+def test_tied_repeat_medians_keep_the_exact_p_value() -> None:
+    """Quantized timings tie within each side; a clean split of 7 against 7 is still p = 1/3432."""
+    baseline = [0.003648, 0.003648, 0.00368, 0.00368, 0.00368, 0.003712, 0.003712]
+    current = [0.004096, 0.004096, 0.004128, 0.004128, 0.004128, 0.00416, 0.00416]
+    slower, faster = slower_faster_p(baseline, current)
+    assert slower == pytest.approx(1 / 3432) and faster == pytest.approx(1.0)
 
 
 def test_markdown_summary_has_headline_and_regression_row(
