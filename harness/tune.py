@@ -53,6 +53,7 @@ def tune_main(argv: list[str]) -> int:
     parser.add_argument("--precision", "--dtype", dest="precision", default="bf16,fp16,fp32",
                         help="comma list of dtypes (default bf16,fp16,fp32)")
     parser.add_argument("--rep", type=float, default=50.0, help="timing budget per config, ms")
+    parser.add_argument("--match", default="", help="tune only config keys containing this text")
     args = parser.parse_args(argv)
     ops = [o for o in args.op.split(",") if o]
     validate_choices("op", ops, operator_names())
@@ -68,6 +69,8 @@ def tune_main(argv: list[str]) -> int:
         module = importlib.import_module(HELION_MODULES[op])
         for precision in precisions:
             for job in module.tuning_jobs(DTYPE_NAMES[precision], "cuda"):
+                if args.match not in job.key:
+                    continue
                 best, log = _tune_job(job, timer)
                 print(job.key)
                 print("\n".join(log), flush=True)
