@@ -1,0 +1,48 @@
+"""Test plugin: extra ``exp`` backends, one correct and several broken in different ways."""
+
+import os
+import signal
+import time
+
+import torch
+
+from harness.operator import register_benchmark
+
+
+@register_benchmark(operator="exp")
+def exp_via_exp2(self, x):
+    return lambda: torch.exp2(x * 1.4426950408889634)
+
+
+@register_benchmark(operator="exp")
+def kills_itself(self, x):
+    def crash():
+        os.kill(os.getpid(), signal.SIGKILL)
+    return crash
+
+
+@register_benchmark(operator="exp")
+def raises(self, x):
+    def fail():
+        raise RuntimeError("illegal memory access (simulated)")
+    return fail
+
+
+@register_benchmark(operator="exp")
+def wrong_result(self, x):
+    return lambda: torch.exp(x) + 1.0
+
+
+@register_benchmark(operator="exp")
+def modifies_input(self, x):
+    def scribble():
+        x.data.mul_(1.5)
+        return torch.exp(x)
+    return scribble
+
+
+@register_benchmark(operator="exp")
+def hangs(self, x):
+    def sleep():
+        time.sleep(600)
+    return sleep

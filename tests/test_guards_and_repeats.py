@@ -1,0 +1,62 @@
+"""Guards against misleading numbers, and --repeats keeping every repeat's median."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from harness.cell_records import BELOW_FLOOR, REVIEW_SPEEDUP, DeviceCeilings, cell_records
+from harness.metrics import Measurement
+from harness.operator import Mode
+from harness.results import read_json
+from harness.table import TableData, render
+from harness.timing import SampleStats
+from operators.exp.operator import ExpOperator
+from tests.helpers import run_cli
+
+CEILINGS = DeviceCeilings(copy_gbps=4000.0, peak_gbps=4800.0, peak_tflops=None)
+
+
+def _records(latency_ms: float, baseline_p50: float, backend: str = "triton") -> list:
+    op = ExpOperator("cpu", torch.float32)
+    m = Measurement(repeats=[SampleStats(latency_ms, latency_ms, latency_ms, 50)])
+    return cell_records(op, Mode.FWD, (2**26,), backend, m, None, ["latency", "speedup", "gbps"],
+                        CEILINGS, baseline_p50, is_baseline=backend == "eager")
+
+
+def test_cell_faster_than_physical_floor_is_flagged_and_left_out_of_averages() -> None:
+    # 2**26 fp32 elements, read + write = 512 MiB: at 4.8 TB/s no call can beat 0.112 ms.
+    honest = _records(0.13, 0.13, "eager")
+    impossible = _records(0.05, 0.13)
+    assert all(r.flag == BELOW_FLOOR for r in impossible)
+    assert "physical floor" in impossible[0].note
+    assert not any(r.flag for r in honest)
+    data = TableData(honest + impossible, "numel")
+    averages = dict(zip(data.header()[1:], data.averages(), strict=True))
+    assert averages["triton-latency"] is None
+    assert averages["eager-latency"] == 0.13
+    assert " !" in render(honest + impossible, "numel")
+
+
+def test_large_speedup_is_marked_for_review() -> None:
+    records = {r.metric: r for r in _records(0.2, 2.5)}
+    assert records["speedup"].value == 12.5
+    assert records["speedup"].flag == REVIEW_SPEEDUP
+    assert records["latency"].flag is None
+    assert "12.5 ?" in render(list(records.values()), "numel")
+
+
+def test_repeats_store_each_repeat_median_and_interleave_backends(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--only", "eager,triton", "--shape", "2000", "--repeats", "3",
+                     "--rep", "2", "--warmup", "0", "--metrics", "latency,accuracy",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    header, records = read_json(out)
+    assert header["repeats"] == 3
+    latencies = [r for r in records if r.metric == "latency"]
+    assert len(latencies) == 2
+    for r in latencies:
+        assert len(r.repeats) == 3
+        assert r.value == sorted(r.repeats)[1]

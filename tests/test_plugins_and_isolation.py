@@ -1,0 +1,108 @@
+"""Plugins add backends and operators; --isolate turns crashes, exceptions and hangs into
+cell errors; Ctrl-C keeps the finished cells in a valid result file."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.results import read_json
+from tests.helpers import ROOT, run_cli
+
+PLUGIN = "tests/plugins/extra_backends.py"
+
+
+def _cells(path: Path) -> dict:
+    _, records = read_json(path)
+    return {(r.backend, r.metric): r for r in records}
+
+
+def test_plugin_adds_a_backend_to_a_builtin_operator(tmp_path: Path) -> None:
+    listing = run_cli("--plugin", PLUGIN, "--op", "exp", "--list-backends")
+    assert "exp_via_exp2" in listing.stdout
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--only", "eager,exp_via_exp2",
+                     "--shape", "1000", "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert _cells(out)[("exp_via_exp2", "accuracy")].value == 1.0
+
+
+def test_plugin_adds_a_new_operator(tmp_path: Path) -> None:
+    plugin = "tests/plugins/new_operator.py"
+    assert "scale2" in run_cli("--plugin", plugin, "--list-ops").stdout.split()
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", plugin, "--op", "scale2", "--mode", "fwd,bwd", "--rep", "1",
+                     "--warmup", "0", "--output-json", str(out), "--metrics", "accuracy,gbps")
+    assert result.returncode == 0, result.stderr
+    _, records = read_json(out)
+    accuracy = [r for r in records if r.metric == "accuracy"]
+    assert len(accuracy) == 2 * 2 * 2 and all(r.value == 1.0 for r in accuracy)
+
+
+def test_missing_plugin_file_is_bad_input() -> None:
+    result = run_cli("--plugin", "no/such/plugin.py", "--op", "exp")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "run.py: error: --plugin no/such/plugin.py: no such file"
+
+
+def test_isolate_turns_crash_exception_and_wrong_result_into_cell_results(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli(
+        "--plugin", PLUGIN, "--op", "exp", "--isolate", "--shape", "1000",
+        "--only", "eager,kills_itself,raises,wrong_result,modifies_input,exp_via_exp2",
+        "--metrics", "accuracy,latency,speedup", "--rep", "1", "--warmup", "0",
+        "--output-json", str(out),
+    )
+    assert result.returncode == 1
+    cells = _cells(out)
+    killed = cells[("kills_itself", "latency")]
+    assert killed.status == "error" and "killed by SIGKILL" in killed.error
+    assert "illegal memory access (simulated)" in cells[("raises", "accuracy")].error
+    assert cells[("wrong_result", "accuracy")].value == 0.0
+    assert "input[0] was modified" in cells[("modifies_input", "accuracy")].note
+    assert cells[("exp_via_exp2", "accuracy")].value == 1.0
+    assert cells[("exp_via_exp2", "speedup")].value > 0
+    assert cells[("eager", "latency")].value > 0
+
+
+def test_isolate_timeout_bounds_a_hanging_cell(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--isolate", "--timeout", "20",
+                     "--shape", "100", "--only", "eager,hangs", "--metrics", "accuracy",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert time.monotonic() - started < 120
+    assert result.returncode == 1
+    cells = _cells(out)
+    assert "timed out after 20 s" in cells[("hangs", "accuracy")].error
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
+def test_timeout_without_isolate_is_bad_input() -> None:
+    result = run_cli("--op", "exp", "--timeout", "5")
+    assert result.returncode == 2 and "--isolate" in result.stderr
+
+
+def test_ctrl_c_mid_sweep_leaves_a_valid_partial_file(tmp_path: Path) -> None:
+    out = tmp_path / "partial.json"
+    shapes = [arg for n in range(1000, 1030) for arg in ("--shape", str(n))]
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "--op", "exp", "--only", "eager", *shapes, "--rep", "200",
+         "--warmup", "0", "--output-json", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert out.exists(), "no cell finished in time"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    payload = json.loads(out.read_text())
+    shapes_done = {r["x_val"] for r in payload["records"]}
+    assert 1 <= len(shapes_done) < 30
