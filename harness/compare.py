@@ -31,7 +31,7 @@ from tabulate import tabulate
 
 from harness.cli import OneLineParser, UsageError
 from harness.compare_verdicts import FAILING, VERDICTS, Row, Settings, judge
-from harness.results import Record, ResultFileError, _atomic_write, read_json
+from harness.results import Record, ResultFileError, atomic_write, read_json
 
 COLUMNS = ["op", "mode", "dtype", "x_val", "backend", "baseline ms", "current ms", "ratio", "95% CI",
            "p (adjusted)", "verdict", "note"]
@@ -170,5 +170,5 @@ def compare_main(argv: list[str]) -> int:
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
     print(summary(rows))
     if args.markdown is not None:
-        _atomic_write(args.markdown, markdown(rows, base, cur))
+        atomic_write(args.markdown, markdown(rows, base, cur))
     return 1 if any(row.verdict in FAILING for row in rows) else 0

@@ -125,7 +125,8 @@ def _nvidia_driver() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -146,7 +147,7 @@ def write_json(path: Path, header: dict[str, Any], records: list[Record]) -> Non
         "header": _finite_or_none(header),
         "records": [_finite_or_none(dataclasses.asdict(r)) for r in records],
     }
-    _atomic_write(path, json.dumps(payload, indent=1, allow_nan=False) + "\n")
+    atomic_write(path, json.dumps(payload, indent=1, allow_nan=False) + "\n")
 
 
 class ResultFileError(ValueError):
@@ -164,9 +165,11 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
     if not isinstance(payload, dict) or payload.get("schema") != SCHEMA_VERSION:
         raise ResultFileError(f"{path}: not a result file of schema {SCHEMA_VERSION}")
     names = {f.name for f in dataclasses.fields(Record)}
+    if not isinstance(payload.get("header"), dict) or not isinstance(payload.get("records"), list):
+        raise ResultFileError(f"{path}: missing header or records")
     try:
         records = [Record(**{k: v for k, v in r.items() if k in names}) for r in payload["records"]]
-    except (KeyError, TypeError) as exc:
+    except (AttributeError, KeyError, TypeError) as exc:
         raise ResultFileError(f"{path}: malformed records ({exc})") from exc
     return payload["header"], records
 
@@ -181,7 +184,7 @@ def csv_text(header_row: list[str], rows: list[list[Any]]) -> str:
 
 def write_csv(path: Path, header_row: list[str], rows: list[list[Any]]) -> None:
     """Write a table as CSV atomically."""
-    _atomic_write(path, csv_text(header_row, rows))
+    atomic_write(path, csv_text(header_row, rows))
 
 
 def default_result_name(ops: list[str], modes: list[str], dtype: str, suffix: str) -> str:
