@@ -66,12 +66,9 @@ class RMSNormOperator(BenchmarkOperator):
         weight = math.sqrt(m) * (1 + 0.1 * torch.randn(n, device=self.device))
         return x, weight.to(self.dtype), EPS
 
-    def _element_size(self) -> int:
-        return torch.tensor([], dtype=self.dtype).element_size()
-
     def bytes_moved(self, shape: Shape, mode: Mode) -> int:
         m, n = shape
-        size = self._element_size()
+        size = torch.tensor([], dtype=self.dtype).element_size()
         # fwd: read x and weight, write y and the fp32 rstd of every row.
         fwd = (2 * m * n + n) * size + 4 * m
         # bwd: read x, dy, weight and rstd, write dx and dweight.
