@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 
 from harness.operator import BenchmarkOperator, Mode, Shape
-from harness.results import Record
+from harness.results import Record, read_json
 from harness.runner import SweepSettings, run_shape
 from harness.timing import CpuTimer
 
@@ -35,5 +37,29 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     )
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+def assert_accurate(cells: dict[tuple[str, str], Record], backends: list[str]) -> None:
+    """Every backend's accuracy record is a pass."""
+    for backend in backends:
+        accuracy = cells[(backend, "accuracy")]
+        assert accuracy.status == "ok", accuracy.error
+        assert accuracy.value == 1.0, accuracy.note
+
+
+@contextlib.contextmanager
+def tf32_allowed() -> Iterator[None]:
+    """fp32 matmuls may use TF32, as on a GPU after ``torch.set_float32_matmul_precision("high")``."""
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def cli_accuracy(out: Path, *args: str) -> dict[str, float | None]:
+    """Run ``run.py ARGS --output-json OUT`` (exit 0 expected); each backend's accuracy."""
+    result = run_cli(*args, "--metrics", "accuracy,latency", "--rep", "1", "--warmup", "0",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    _, records = read_json(out)
+    return {r.backend: r.value for r in records if r.metric == "accuracy"}

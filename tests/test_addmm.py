@@ -4,36 +4,16 @@ alpha and beta other than 1; its command-line options."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator
 
 import pytest
 import torch
 
 from harness.operator import Mode
 from operators.addmm.operator import AddmmOperator
-from tests.helpers import run_cells, run_cli
+from tests.helpers import assert_accurate, cli_accuracy, run_cells, tf32_allowed
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
 SCALED_2D = {"bias": "2d", "alpha": 1.5, "beta": -0.5}
-
-
-@contextlib.contextmanager
-def tf32_allowed() -> Iterator[None]:
-    """fp32 matmuls may use TF32, so that the Triton kernel takes its TMA path (see test_gemm)."""
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(previous)
-
-
-def assert_accurate(cells: dict, backends: list[str]) -> None:
-    for backend in backends:
-        accuracy = cells[(backend, "accuracy")]
-        assert accuracy.status == "ok", accuracy.error
-        assert accuracy.value == 1.0, accuracy.note
 
 
 @pytest.mark.parametrize("mode", list(Mode), ids=[m.value for m in Mode])
@@ -95,14 +75,7 @@ def test_byte_model_counts_the_bias_and_its_gradient() -> None:
 
 
 def test_run_py_end_to_end_with_options(tmp_path) -> None:
-    out = tmp_path / "addmm.json"
-    result = run_cli("--op", "addmm", "--mode", "bwd", "--bias", "2d", "--alpha", "1.5",
-                     "--beta", "-0.5", "--shape", "20,12,9", "--only", "eager,triton",
-                     "--metrics", "accuracy,latency", "--rep", "1", "--warmup", "0",
-                     "--output-json", str(out))
-    assert result.returncode == 0, result.stderr
-    from harness.results import read_json
-
-    _, records = read_json(out)
-    accuracy = {r.backend: r.value for r in records if r.metric == "accuracy"}
+    accuracy = cli_accuracy(tmp_path / "addmm.json", "--op", "addmm", "--mode", "bwd", "--bias", "2d",
+                            "--alpha", "1.5", "--beta", "-0.5", "--shape", "20,12,9",
+                            "--only", "eager,triton")
     assert accuracy == {"eager": 1.0, "triton": 1.0}

@@ -7,7 +7,7 @@ import torch
 
 from harness.operator import Mode
 from operators.exp.operator import ExpOperator
-from tests.helpers import run_cells
+from tests.helpers import assert_accurate, run_cells
 
 BACKENDS = ["eager", "triton", "helion", "torch_compile"]
 
@@ -17,11 +17,8 @@ BACKENDS = ["eager", "triton", "helion", "torch_compile"]
 def test_every_backend_matches_reference_in_every_mode(mode: Mode, dtype: torch.dtype) -> None:
     op = ExpOperator("cpu", dtype)
     cells = run_cells(op, mode, (1000,), ["accuracy", "latency"])
-    for backend in BACKENDS:
-        accuracy = cells[(backend, "accuracy")]
-        assert accuracy.status == "ok", accuracy.error
-        assert accuracy.value == 1.0, accuracy.note
-        assert cells[(backend, "latency")].value > 0
+    assert_accurate(cells, BACKENDS)
+    assert all(cells[(backend, "latency")].value > 0 for backend in BACKENDS)
 
 
 def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
@@ -33,28 +30,27 @@ def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
     assert cells[("eager", "accuracy")].value == 1.0
 
 
-@pytest.mark.parametrize("n", [1, 16383, 16385, 40000])
-def test_helion_bulk_and_tail_split_covers_every_element(n: int) -> None:
-    from operators.exp.helion_impl import exp
-
+def _check_exp_and_grad(exp, n: int) -> None:
     x = torch.randn(n, requires_grad=True)
     y = exp(x)
     dy = torch.randn(n)
     y.backward(dy)
     torch.testing.assert_close(y, x.detach().exp())
     torch.testing.assert_close(x.grad, dy * x.detach().exp())
+
+
+@pytest.mark.parametrize("n", [1, 16383, 16385, 40000])
+def test_helion_bulk_and_tail_split_covers_every_element(n: int) -> None:
+    from operators.exp.helion_impl import exp
+
+    _check_exp_and_grad(exp, n)
 
 
 @pytest.mark.parametrize("n", [1, 4096, 4097, 70001])
 def test_triton_masks_only_the_partial_block(n: int) -> None:
     from operators.exp.triton_impl import exp
 
-    x = torch.randn(n, requires_grad=True)
-    y = exp(x)
-    dy = torch.randn(n)
-    y.backward(dy)
-    torch.testing.assert_close(y, x.detach().exp())
-    torch.testing.assert_close(x.grad, dy * x.detach().exp())
+    _check_exp_and_grad(exp, n)
 
 
 def test_triton_custom_op_passes_opcheck() -> None:

@@ -7,38 +7,18 @@ Triton kernel's masked pointer path and partial tiles of Helion's default 16-wid
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 
 import pytest
 import torch
 
 from harness.operator import Mode
 from operators.gemm.operator import GemmOperator, matmul_tolerance, typical_magnitude
-from tests.helpers import run_cells, run_cli
+from tests.helpers import assert_accurate, cli_accuracy, run_cells, tf32_allowed
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
 ODD_SHAPE = (20, 12, 9)
 POW2_SHAPE = (32, 32, 32)
-
-
-@contextlib.contextmanager
-def tf32_allowed() -> Iterator[None]:
-    """fp32 matmuls may use TF32, as on a GPU after ``torch.set_float32_matmul_precision("high")``."""
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(previous)
-
-
-def assert_accurate(cells: dict, backends: list[str]) -> None:
-    for backend in backends:
-        accuracy = cells[(backend, "accuracy")]
-        assert accuracy.status == "ok", accuracy.error
-        assert accuracy.value == 1.0, accuracy.note
 
 
 @pytest.mark.parametrize("mode", list(Mode), ids=[m.value for m in Mode])
@@ -126,13 +106,6 @@ def test_helion_tuning_jobs_cover_the_default_gemm_and_addmm_sweeps(dtype: torch
 
 
 def test_run_py_end_to_end(tmp_path) -> None:
-    out = tmp_path / "gemm.json"
-    result = run_cli("--op", "gemm", "--mode", "fwd_bwd", "--shape", "20,12,9",
-                     "--only", "eager,triton", "--metrics", "accuracy,latency,tflops",
-                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
-    assert result.returncode == 0, result.stderr
-    from harness.results import read_json
-
-    _, records = read_json(out)
-    accuracy = {r.backend: r.value for r in records if r.metric == "accuracy"}
+    accuracy = cli_accuracy(tmp_path / "gemm.json", "--op", "gemm", "--mode", "fwd_bwd",
+                            "--shape", "20,12,9", "--only", "eager,triton")
     assert accuracy == {"eager": 1.0, "triton": 1.0}

@@ -9,18 +9,11 @@ import torch
 
 from harness.operator import Mode
 from operators.rms_norm.operator import RMSNormOperator
-from tests.helpers import run_cells, run_cli
+from tests.helpers import assert_accurate, cli_accuracy, run_cells
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
 ODD_SHAPE = (9, 200)
 POW2_SHAPE = (16, 64)
-
-
-def assert_accurate(cells: dict, backends: list[str]) -> None:
-    for backend in backends:
-        accuracy = cells[(backend, "accuracy")]
-        assert accuracy.status == "ok", accuracy.error
-        assert accuracy.value == 1.0, accuracy.note
 
 
 @pytest.mark.parametrize("mode", list(Mode), ids=[m.value for m in Mode])
@@ -90,13 +83,6 @@ def test_helion_tuning_jobs_cover_every_kernel_of_the_default_cuda_sweep(dtype: 
 
 
 def test_run_py_end_to_end(tmp_path) -> None:
-    out = tmp_path / "rms_norm.json"
-    result = run_cli("--op", "rms_norm", "--mode", "fwd_bwd", "--shape", "9,200",
-                     "--only", "eager,triton", "--metrics", "accuracy,latency,gbps",
-                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
-    assert result.returncode == 0, result.stderr
-    from harness.results import read_json
-
-    _, records = read_json(out)
-    accuracy = {r.backend: r.value for r in records if r.metric == "accuracy"}
+    accuracy = cli_accuracy(tmp_path / "rms_norm.json", "--op", "rms_norm", "--mode", "fwd_bwd",
+                            "--shape", "9,200", "--only", "eager,triton")
     assert accuracy == {"eager": 1.0, "triton": 1.0}
