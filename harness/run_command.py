@@ -105,6 +105,10 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if args.timeout is not None and not args.isolate:
         raise UsageError("--timeout needs --isolate (a cell in this process cannot be stopped)")
     device = resolve_device(args.device)
+    if args.cudagraph and device != "cuda":
+        raise UsageError("--cudagraph needs --device cuda (CUDA graphs do not exist on the CPU)")
+    if args.num_inputs is not None and args.num_inputs < 1:
+        raise UsageError(f"--num-inputs {args.num_inputs}: must be at least 1")
     precision = args.precision or ("bf16" if device == "cuda" else "fp32")
     warmup = args.warmup if args.warmup is not None else (25.0 if device == "cuda" else 5.0)
     rep = args.rep if args.rep is not None else (100.0 if device == "cuda" else 50.0)

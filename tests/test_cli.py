@@ -67,6 +67,12 @@ def test_listings() -> None:
         (["--op", "exp", "--shape", "4,4"], "1 comma-separated"),
         (["--op", "exp", "--precision", "fp64"], "bf16"),
         (["--op", "exp", "--device", "tpu"], "cuda"),
+        (["--op", "exp", "--cudagraph"], "--device cuda"),
+        (["--op", "exp", "--num-inputs", "0"], "at least 1"),
+        (["--op", "exp", "--repeats", "0"], "at least 1"),
+        (["--op", "exp", "--baseline", "nope"], "torch_compile"),
+        (["--op", "rms_norm", "--shape", "4096"], "2 comma-separated"),
+        (["--op", "addmm", "--bias", "3d"], "'1d', '2d'"),
     ],
 )
 def test_bad_input_is_one_line_naming_valid_choices_exit_2(args: list[str], names: str) -> None:
