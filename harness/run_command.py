@@ -21,7 +21,7 @@ from harness.cli import (
 )
 from harness.device import declared_peak_gbps, declared_peak_tflops, measure_copy_gbps
 from harness.metrics import METRICS
-from harness.operator import DTYPE_NAMES, BenchmarkOperator
+from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.results import (
     Record,
@@ -107,6 +107,9 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     device = resolve_device(args.device)
     if args.cudagraph and device != "cuda":
         raise UsageError("--cudagraph needs --device cuda (CUDA graphs do not exist on the CPU)")
+    if args.cudagraph and Mode.BWD in modes:
+        raise UsageError("--cudagraph cannot replay --mode bwd alone: the retained graph's backward runs "
+                         "on its forward's stream, outside the capture (valid: fwd, fwd_no_grad, fwd_bwd)")
     if args.num_inputs is not None and args.num_inputs < 1:
         raise UsageError(f"--num-inputs {args.num_inputs}: must be at least 1")
     precision = args.precision or ("bf16" if device == "cuda" else "fp32")
