@@ -33,6 +33,19 @@ class DeviceCeilings:
     peak_tflops: float | None
 
 
+@dataclass
+class Baseline:
+    """The backend speedups divide by, and what became of it on this shape."""
+
+    name: str
+    registered: str
+    p50: float | None = None
+    skipped: str | None = None
+
+    def is_registered_baseline(self) -> bool:
+        return self.name == self.registered
+
+
 def _base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, metric: str) -> Record:
     x_val = op.x_val(shape)
     return Record(
@@ -44,8 +57,7 @@ def _base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, 
 
 def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
                  measurement: Measurement, error: str | None, metrics: list[str],
-                 ceilings: DeviceCeilings, baseline_p50: float | None,
-                 is_baseline: bool) -> list[Record]:
+                 ceilings: DeviceCeilings, baseline: Baseline) -> list[Record]:
     """One record per metric for a measured (or failed) cell."""
     roof = Roofline(
         bytes_moved=op.bytes_moved(shape, mode), flops=op.flops(shape, mode),
@@ -59,7 +71,9 @@ def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
     for metric in metrics:
         record = _base_record(op, mode, shape, backend, metric)
         try:
-            record.value = metric_value(metric, measurement, roof, baseline_p50)
+            if metric == "speedup" and baseline.skipped:
+                raise MetricNotApplicable(baseline.skipped)
+            record.value = metric_value(metric, measurement, roof, baseline.p50)
         except MetricNotApplicable as reason:
             record.status, record.error = "skipped", str(reason)
         except MetricUnavailable as reason:
@@ -76,8 +90,8 @@ def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
         if below_floor and metric != "accuracy":
             record.flag = BELOW_FLOOR
             record.note = f"faster than the physical floor of {floor * 1e3:.2f} us"
-        elif (metric == "speedup" and record.value is not None and not is_baseline
-              and record.value > op.review_speedup):
+        elif (metric == "speedup" and record.value is not None and backend != baseline.name
+              and baseline.is_registered_baseline() and record.value > op.review_speedup):
             record.flag = REVIEW_SPEEDUP
             record.note = f"speedup over {op.review_speedup:g}x: review"
         records.append(record)

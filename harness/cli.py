@@ -14,6 +14,7 @@ from typing import NoReturn
 
 import torch
 
+from harness.arg_types import comma_list, non_negative_float, non_negative_int, positive_float
 from harness.device import default_device, prepare_backends
 from harness.metrics import DEFAULT_METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
@@ -42,25 +43,22 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _comma_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
 def build_parser() -> OneLineParser:
     parser = OneLineParser(
         prog="run.py", description="Benchmark operator backends: accuracy and speed.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    add("--op", type=_comma_list, help="operator name or comma list (see --list-ops)")
-    add("--mode", type=_comma_list, default=None,
+    add("--op", type=comma_list, help="operator name or comma list (see --list-ops)")
+    add("--mode", type=comma_list, default=[],
         help="fwd, bwd, fwd_bwd or fwd_no_grad (comma list allowed; default fwd)")
     for flag, mode in MODE_ALIASES.items():
-        add(flag, dest="mode", action="store_const", const=[mode], help=f"same as --mode {mode}")
-    add("--metrics", type=_comma_list, default=list(DEFAULT_METRICS),
+        add(flag, dest="mode_aliases", action="append_const", const=mode, default=[],
+            help=f"same as --mode {mode} (adds to --mode)")
+    add("--metrics", type=comma_list, default=list(DEFAULT_METRICS),
         help="comma list (see --list-metrics); default latency,speedup,accuracy")
-    add("--only", type=_comma_list, help="run only these backends (comma list)")
-    add("--skip", type=_comma_list, default=[], help="skip these backends (comma list)")
+    add("--only", type=comma_list, help="run only these backends (comma list)")
+    add("--skip", type=comma_list, default=[], help="skip these backends (comma list)")
     add("--baseline", help="backend that speedup is relative to (default: the operator's)")
     add("--precision", "--dtype", dest="precision", choices=sorted(DTYPE_NAMES),
         help="default: bf16 on CUDA, fp32 on CPU")
@@ -68,18 +66,18 @@ def build_parser() -> OneLineParser:
     add("--shape", action="append", default=None,
         help="comma-separated integers of the operator's x_val; repeatable; replaces the sweep")
     add("--num-inputs", type=int, help="run only the first N shapes (after --input-id)")
-    add("--input-id", type=int, default=0, help="index of the first shape to run")
-    add("--warmup", type=float, help="warm-up budget in ms (default 25 on CUDA, 5 on CPU)")
-    add("--rep", type=float, help="measurement budget in ms (default 100 on CUDA, 50 on CPU)")
+    add("--input-id", type=non_negative_int, default=0, help="index of the first shape to run")
+    add("--warmup", type=non_negative_float, help="warm-up budget in ms (default 25 on CUDA, 5 on CPU)")
+    add("--rep", type=non_negative_float, help="measurement budget in ms (default 100 on CUDA, 50 on CPU)")
     add("--cudagraph", action="store_true", help="time replays of a captured CUDA graph")
-    add("--rtol", type=float, help="relative tolerance (overrides the per-dtype default)")
-    add("--atol", type=float, help="absolute tolerance (overrides the per-dtype default)")
+    add("--rtol", type=non_negative_float, help="relative tolerance (overrides the per-dtype default)")
+    add("--atol", type=non_negative_float, help="absolute tolerance (overrides the per-dtype default)")
     add("--seed", type=int, default=0, help="seed for the inputs")
     add("--repeats", type=int, default=1,
         help="time each cell R independent times, interleaving backends; keeps every repeat's median")
     add("--isolate", action="store_true",
         help="run each backend of each shape in its own subprocess (crashes become cell errors)")
-    add("--timeout", type=float, help="with --isolate: seconds one cell may take")
+    add("--timeout", type=positive_float, help="with --isolate: seconds one cell may take")
     add("--plugin", action="append", default=[], metavar="FILE.py",
         help="load a file registering extra backends or operators; repeatable")
     add("--csv", nargs="?", const="", metavar="PATH", help="write the tables as CSV")
@@ -116,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def parse_shapes(texts: list[str], arity: int, op: str) -> list[tuple[int, ...]]:
-    """``--shape`` values as tuples of positive integers, each of the operator's arity."""
+    """``--shape`` values as tuples of positive integers of the operator's arity, without repeats."""
     shapes = []
     for text in texts:
         try:
@@ -127,7 +125,8 @@ def parse_shapes(texts: list[str], arity: int, op: str) -> list[tuple[int, ...]]
             raise UsageError(
                 f"--shape {text!r}: {op} takes {arity} comma-separated positive integers"
             )
-        shapes.append(shape)
+        if shape not in shapes:
+            shapes.append(shape)
     return shapes
 
 
@@ -160,6 +159,6 @@ def default_output(path: str | None, output_dir: str, name: str) -> Path | None:
 
 
 def modes_from(args: argparse.Namespace) -> list[Mode]:
-    names = args.mode or ["fwd"]
+    names = list(dict.fromkeys(args.mode + args.mode_aliases)) or ["fwd"]
     validate_choices("mode", names, [m.value for m in Mode])
     return [Mode(n) for n in names]

@@ -69,11 +69,16 @@ def load(role: str, path: Path) -> ResultFile:
 
 
 def check_compatible(base: ResultFile, cur: ResultFile, allow_device_mismatch: bool) -> None:
-    """Refuse files measured on different GPUs, or that share no (op, mode, dtype)."""
+    """Refuse files measured on different GPUs or settings, or that share no (op, mode, dtype)."""
     base_device, cur_device = base.header.get("device_name"), cur.header.get("device_name")
     if base_device != cur_device and not allow_device_mismatch:
         raise UsageError(f"baseline {base.path} was measured on {base_device!r} but current {cur.path} on "
                          f"{cur_device!r} (--allow-device-mismatch compares them anyway)")
+    for setting in ("options", "timer"):
+        base_value, cur_value = base.header.get(setting), cur.header.get(setting)
+        if base_value is not None and cur_value is not None and base_value != cur_value:
+            raise UsageError(f"baseline {base.path} and current {cur.path} were run with different "
+                             f"{setting}: {base_value} vs {cur_value}")
     if not base.groups() & cur.groups():
         def names(f: ResultFile) -> str:
             return ", ".join("/".join(g) for g in sorted(f.groups())) or "no latency records"

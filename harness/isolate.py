@@ -12,6 +12,7 @@ Worker entry point: ``python -m harness.isolate SPEC.json OUT.json``.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -49,12 +50,12 @@ def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | Non
     return m, data["error"]
 
 
-def _died(proc: subprocess.CompletedProcess) -> str:
-    if proc.returncode < 0:
-        return f"worker process killed by {signal.Signals(-proc.returncode).name}"
-    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+def _died(returncode: int, stderr: str) -> str:
+    if returncode < 0:
+        return f"worker process killed by {signal.Signals(-returncode).name}"
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
     last = lines[-1][:200] if lines else "no output"
-    return f"worker process exited with code {proc.returncode}: {last}"
+    return f"worker process exited with code {returncode}: {last}"
 
 
 def measure_isolated(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
@@ -70,16 +71,20 @@ def measure_isolated(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: s
     with tempfile.TemporaryDirectory(prefix="opbench-cell-") as tmp:
         spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
         spec_path.write_text(json.dumps(spec))
+        # Its own session, so a timeout kills compile workers it started too.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.isolate", str(spec_path), str(out_path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "harness.isolate", str(spec_path), str(out_path)],
-                capture_output=True, text=True, timeout=timeout,
-            )
+            _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             return Measurement(), f"timed out after {timeout:g} s (--timeout)"
         if out_path.exists():
             return _measurement_from_json(json.loads(out_path.read_text()))
-        return Measurement(), _died(proc)
+        return Measurement(), _died(proc.returncode, stderr)
 
 
 def _worker(spec: dict[str, Any]) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def metric_value(metric: str, m: Measurement, roof: Roofline,
         return max(m.first_call_ms - p50, 0.0)
     if metric == "speedup":
         if baseline_p50 is None:
-            raise MetricUnavailable("the baseline has no latency")
+            raise MetricUnavailable("the speedup baseline failed on this shape")
         return baseline_p50 / p50
     if metric == "gbps":
         return _gbps(roof, p50)

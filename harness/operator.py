@@ -9,7 +9,6 @@ set-up (allocation, compilation, config loading) happens before it returns.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -203,6 +202,3 @@ def as_tuple(output: Output) -> tuple[torch.Tensor, ...]:
         return output
     raise TypeError(f"a backend must return a tensor or a tuple of tensors, not {type(output)}")
 
-
-def numel(shape: Shape) -> int:
-    return math.prod(shape)

@@ -27,7 +27,6 @@ from typing import Any
 import torch
 
 SCHEMA_VERSION = 1
-STATUSES = ("ok", "error", "skipped")
 
 
 @dataclass
@@ -64,6 +63,8 @@ def _finite_or_none(value: Any) -> Any:
         return None
     if isinstance(value, dict):
         return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite_or_none(v) for v in value]
     return value
 
 

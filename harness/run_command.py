@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from harness.cell_records import DeviceCeilings
 from harness.cli import (
     UsageError,
+    build_parser,
     default_output,
     modes_from,
     parse_shapes,
@@ -19,7 +22,13 @@ from harness.cli import (
     resolve_dtype,
     validate_choices,
 )
-from harness.device import declared_peak_gbps, declared_peak_tflops, measure_copy_gbps
+from harness.device import (
+    declared_peak_gbps,
+    declared_peak_tflops,
+    default_device,
+    measure_copy_gbps,
+    prepare_backends,
+)
 from harness.metrics import METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
@@ -57,6 +66,7 @@ def _print_lists(args: argparse.Namespace) -> bool:
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """Two passes: the first loads plugins and finds the operators, whose options join the second."""
     first, _ = parser.parse_known_args(argv)
+    prepare_backends(first.device or default_device())
     try:
         load_plugins(first.plugin)
     except PluginError as exc:
@@ -75,9 +85,14 @@ def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[li
     if args.baseline:
         validate_choices(f"baseline for {op.name}", [args.baseline], names)
     baseline = args.baseline or op.baseline().name
+    if "speedup" in args.metrics and baseline in args.skip:
+        raise UsageError(f"--skip {baseline}: it is the speedup baseline; drop speedup from "
+                         "--metrics or choose another --baseline")
     chosen = [n for n in names if (args.only is None or n in args.only) and n not in args.skip]
     if "speedup" in args.metrics and baseline not in chosen:
         chosen.insert(0, baseline)
+    if not chosen:
+        raise UsageError(f"--only/--skip leave no backend of {op.name} to run (valid: {', '.join(names)})")
     chosen.sort(key=lambda n: n != baseline)
     return chosen, baseline
 
@@ -89,6 +104,31 @@ def _progress_bar() -> tuple[Progress | None, Callable[[str], None]]:
                    transient=True)
     task = bar.add_task("starting")
     return bar, lambda text: bar.update(task, description=text)
+
+
+def _operator_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The values of the operators' own options (e.g. addmm's --bias), which must be JSON."""
+    base = {action.dest for action in build_parser()._actions}
+    options = {k: v for k, v in vars(args).items() if k not in base}
+    try:
+        json.dumps(options)
+    except TypeError as exc:
+        raise UsageError(f"operator options must be plain values to be recorded ({exc})") from exc
+    return options
+
+
+def _check_writable(path: Path | None) -> None:
+    """Fail before the sweep, not after it, when a result file cannot be written."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".opbench-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write {path} ({exc.strerror})") from exc
 
 
 def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
@@ -116,11 +156,12 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     warmup = args.warmup if args.warmup is not None else (25.0 if device == "cuda" else 5.0)
     rep = args.rep if args.rep is not None else (100.0 if device == "cuda" else 50.0)
     timer = make_timer(device, warmup, rep, args.cudagraph)
+    op_options = _operator_options(parser, args)
     plans = []
     for name in args.op:
         op_class = load_operator(name)
         dtype = resolve_dtype(op_class, precision)
-        op = op_class(device, dtype, vars(args))
+        op = op_class(device, dtype, op_options)
         shapes = (parse_shapes(args.shape, op.shape_arity(), name) if args.shape
                   else op.default_shapes())
         end = None if args.num_inputs is None else args.input_id + args.num_inputs
@@ -136,12 +177,13 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     )
     header = make_header(device, python_argv(), {
         "copy_gbps": copy_gbps, "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops,
-        "precision": precision, "repeats": args.repeats,
+        "precision": precision, "repeats": args.repeats, "options": op_options,
+        "timer": {"warmup_ms": warmup, "rep_ms": rep, "cudagraph": args.cudagraph},
     })
     isolate = None
     if args.isolate:
         isolate = IsolateSettings(args.timeout, {
-            "device": device, "precision": precision, "options": vars(args),
+            "device": device, "precision": precision, "options": op_options,
             "plugins": [str(Path(p).resolve()) for p in args.plugin],
             "warmup": warmup, "rep": rep, "cudagraph": args.cudagraph,
         })
@@ -149,6 +191,8 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         args.output_json, args.output_dir,
         default_result_name(args.op, [m.value for m in modes], precision, "json"),
     )
+    for path in (json_path, default_output(args.csv, args.output_dir, "check.csv")):
+        _check_writable(path)
     records: list[Record] = []
 
     def sink(new: list[Record]) -> None:

@@ -27,7 +27,7 @@ from harness.cell import (
     peak_memory,
     time_cell,
 )
-from harness.cell_records import DeviceCeilings, cell_records, skipped_records
+from harness.cell_records import Baseline, DeviceCeilings, cell_records, skipped_records
 from harness.metrics import Measurement
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
 from harness.results import Record
@@ -77,7 +77,12 @@ def measure_in_process(op: BenchmarkOperator, mode: Mode, shape: Shape, names: l
     """Measure ``names`` on one shape in this process, yielding each finished cell."""
     by_name = {b.name: b for b in op.backends()}
     torch.manual_seed(settings.seed)
-    inputs = op.make_inputs(shape)
+    try:
+        inputs = op.make_inputs(shape)
+    except Exception as exc:  # noqa: BLE001 - reported on every cell of the shape
+        for name in names:
+            yield name, Measurement(), f"inputs failed: {error_text(exc)}"
+        return
     try:
         reference = compute_reference(op, inputs, mode)
     except Exception as exc:  # noqa: BLE001 - reported on every cell of the shape
@@ -157,20 +162,22 @@ def run_shape(op: BenchmarkOperator, mode: Mode, shape: Shape, settings: SweepSe
     by_name = {b.name: b for b in op.backends()}
     records: list[Record] = []
     runnable = []
+    baseline = Baseline(settings.speedup_baseline, op.baseline().name)
     for name in settings.backends:
         reason = _skip_reason(op, by_name[name], mode)
         if reason is None:
             runnable.append(name)
         else:
+            if name == baseline.name:
+                baseline.skipped = f"the speedup baseline {name} was skipped"
             skipped = skipped_records(op, mode, shape, name, reason, settings.metrics)
             records += skipped
             emit(skipped)
-    baseline_p50 = None
     for name, measurement, error in _measure(op, mode, shape, runnable, settings):
-        if name == settings.speedup_baseline and measurement.stats is not None:
-            baseline_p50 = measurement.stats.p50
+        if name == baseline.name:
+            baseline.p50 = measurement.stats.p50 if measurement.stats is not None else None
         done = cell_records(op, mode, shape, name, measurement, error, settings.metrics,
-                            settings.ceilings, baseline_p50, name == settings.speedup_baseline)
+                            settings.ceilings, baseline)
         records += done
         emit(done)
     return records

@@ -87,3 +87,13 @@ def test_compare_all_passes_within_tolerance_and_keeps_errors() -> None:
     result = compare_all(["y"], [(ref * (1 + 1e-6)).float()], [ref], torch.float32, 1e-4, 1e-5)
     assert result.passed
     assert 0 < result.max_rel_err < 1e-5
+
+
+def test_non_finite_reference_must_be_matched_exactly() -> None:
+    ref = torch.tensor([float("inf"), float("nan"), -float("inf"), 1.0], dtype=torch.float64)
+    same = compare_all(["y"], [ref.float()], [ref], torch.float32, 1e-4, 1e-5)
+    assert same.passed
+    for wrong in ([1.0, float("nan"), -float("inf"), 1.0], [float("inf"), 5.0, -float("inf"), 1.0],
+                  [float("inf"), float("nan"), float("inf"), 1.0]):
+        result = compare_all(["y"], [torch.tensor(wrong)], [ref], torch.float32, 1e-4, 1e-5)
+        assert not result.passed and "non-finite" in result.reason

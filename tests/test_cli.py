@@ -73,6 +73,11 @@ def test_listings() -> None:
         (["--op", "exp", "--baseline", "nope"], "torch_compile"),
         (["--op", "rms_norm", "--shape", "4096"], "2 comma-separated"),
         (["--op", "addmm", "--bias", "3d"], "'1d', '2d'"),
+        (["--op", "addmm", "--alpha", "nan"], "finite"),
+        (["--op", "exp", "--metrics", ","], "names nothing"),
+        (["--op", "exp", "--rtol", "-1"], ">= 0"),
+        (["--op", "exp", "--skip", "eager"], "speedup baseline"),
+        (["--op", "exp", "--output-json", "tests"], "is a folder"),
     ],
 )
 def test_bad_input_is_one_line_naming_valid_choices_exit_2(args: list[str], names: str) -> None:

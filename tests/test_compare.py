@@ -280,3 +280,16 @@ def test_bad_option_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], 
     path = write(tmp_path / "base.json", sweep(seed=1))
     code, _, err = run_compare(capsys, path, path, *option)
     assert code == 2 and err.startswith("run.py: error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_runs_with_different_operator_options_are_refused(tmp_path) -> None:
+    from harness.results import Record, write_json
+    from tests.helpers import run_cli
+
+    record = Record("addmm", "fwd", "bfloat16", [64, 64, 64], "eager", "latency", 1.0, "ms")
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    write_json(base, {"device_name": "H200", "options": {"bias": "1d"}}, [record])
+    write_json(cur, {"device_name": "H200", "options": {"bias": "2d"}}, [record])
+    result = run_cli("compare", str(base), str(cur))
+    assert result.returncode == 2
+    assert "different options" in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from harness.cell_records import BELOW_FLOOR, REVIEW_SPEEDUP, DeviceCeilings, cell_records
+from harness.cell_records import BELOW_FLOOR, REVIEW_SPEEDUP, Baseline, DeviceCeilings, cell_records
 from harness.metrics import Measurement
 from harness.operator import Mode
 from harness.results import read_json
@@ -21,8 +21,9 @@ CEILINGS = DeviceCeilings(copy_gbps=4000.0, peak_gbps=4800.0, peak_tflops=None)
 def _records(latency_ms: float, baseline_p50: float, backend: str = "triton") -> list:
     op = ExpOperator("cpu", torch.float32)
     m = Measurement(repeats=[SampleStats(latency_ms, latency_ms, latency_ms, 50)])
+    baseline = Baseline("eager", "eager", p50=baseline_p50)
     return cell_records(op, Mode.FWD, (2**26,), backend, m, None, ["latency", "speedup", "gbps"],
-                        CEILINGS, baseline_p50, is_baseline=backend == "eager")
+                        CEILINGS, baseline)
 
 
 def test_cell_faster_than_physical_floor_is_flagged_and_left_out_of_averages() -> None:

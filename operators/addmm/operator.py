@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from harness.arg_types import finite_float
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
 from operators.gemm.operator import (
     CPU_SHAPES,
@@ -49,9 +50,9 @@ class AddmmOperator(BenchmarkOperator):
     def add_options(cls, parser: Any) -> None:
         parser.add_argument("--bias", choices=["1d", "2d"], default=DEFAULT_OPTIONS["bias"],
                             help="bias shape: 1d (N,) broadcast over rows, or 2d (M, N); default 1d")
-        parser.add_argument("--alpha", type=float, default=DEFAULT_OPTIONS["alpha"],
+        parser.add_argument("--alpha", type=finite_float, default=DEFAULT_OPTIONS["alpha"],
                             help="scale of mat1 @ mat2 (default 1.0)")
-        parser.add_argument("--beta", type=float, default=DEFAULT_OPTIONS["beta"],
+        parser.add_argument("--beta", type=finite_float, default=DEFAULT_OPTIONS["beta"],
                             help="scale of bias (default 1.0)")
 
     def _option(self, name: str) -> Any:
