@@ -63,10 +63,12 @@ def tune_main(argv: list[str]) -> int:
         raise UsageError("tune needs a GPU (stored configs are per GPU model)")
     timer = CudaTimer(warmup_ms=10.0, rep_ms=args.rep)
     device_name = torch.cuda.get_device_name()
-    for op in ops:
-        if op not in HELION_MODULES:
-            raise UsageError(f"{op} has no Helion kernels to tune (valid: {', '.join(HELION_MODULES)})")
-        module = importlib.import_module(HELION_MODULES[op])
+    unknown = [op for op in ops if op not in HELION_MODULES]
+    if unknown:
+        raise UsageError(f"{unknown[0]} has no Helion kernels to tune (valid: {', '.join(HELION_MODULES)})")
+    # gemm and addmm share one module: tune it once.
+    for module_name in dict.fromkeys(HELION_MODULES[op] for op in ops):
+        module = importlib.import_module(module_name)
         for precision in precisions:
             for job in module.tuning_jobs(DTYPE_NAMES[precision], "cuda"):
                 if args.match not in job.key:
