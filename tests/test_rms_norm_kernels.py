@@ -60,6 +60,30 @@ def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
     assert_matches_reference(outputs, expected, dtype)
 
 
+PLANS = {
+    "persistent": (triton_impl.FwdPlan(2, 4, num_stages=2, persistent=True),
+                   triton_impl.BwdPlan(2, 256, 4, num_stages=2)),
+    "fixed_rows": (triton_impl.FwdPlan(4, 4),
+                   triton_impl.BwdPlan(1, 256, 4, num_stages=1, rows_per_program=5)),
+    "chunked_blocks": (triton_impl.FwdPlan(1, 4),
+                       triton_impl.BwdPlan(4, 64, 4, num_stages=2, chunked=True)),
+    "chunked_fixed_rows": (triton_impl.FwdPlan(1, 4),
+                           triton_impl.BwdPlan(2, 128, 4, num_stages=1, chunked=True,
+                                               rows_per_program=6)),
+}
+
+
+@pytest.mark.parametrize("plan", PLANS)
+def test_triton_launch_plans_match_reference(plan):
+    # Every plan the H200 probe compares must compute the same thing; M=37 leaves partial blocks.
+    fwd_plan, bwd_plan = PLANS[plan]
+    x, weight, dy = torch.randn(M, 200), torch.randn(200), torch.randn(M, 200)
+    y, rstd = triton_impl.launch_fwd(x, weight, EPS, fwd_plan)
+    dx, dw = triton_impl.launch_bwd(dy, x, weight, rstd, bwd_plan)
+    expected = reference(x, weight, dy)
+    assert_matches_reference((y, dx, dw), expected, torch.float32)
+
+
 def test_helion_wide_row_backward_matches_reference(monkeypatch):
     monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
     assert helion_impl.bwd_kernel_name(200) == "rms_norm_bwd_wide"

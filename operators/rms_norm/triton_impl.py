@@ -19,20 +19,24 @@ The forward reads ``x`` once and writes ``y`` once; the backward reads ``x``, ``
   row into shared memory (``num_stages=2``) while it normalizes the current one.
 * Backward: persistent.  As many programs as fit on the GPU at once stride over the rows,
   prefetching the next row, writing ``dx`` and accumulating a partial ``dw`` in fp32
-  registers; one partial row per program lands in a ``(programs, N)`` buffer that the host
-  sums.  Rows wider than ``_BWD_MAX_BLOCK_N`` cannot keep the ``dw`` accumulator in registers
-  next to the row, so they take a chunked kernel that makes two passes over each row (the
-  second one hits the cache) and keeps its partial ``dw`` row in global memory (L2).
+  registers; one partial row per program lands in a ``(programs, N)`` buffer that a second
+  small kernel sums (and casts) over the programs.  Rows wider than ``_BWD_MAX_BLOCK_N``
+  cannot keep the ``dw`` accumulator in registers next to the row, so they take a chunked
+  kernel that makes two passes over a block of rows (the second one hits the cache) and
+  adds the block's ``dw`` into its partial row in global memory (L2) once per block.
 
-Launch heuristics (checked against ``ptxas -v`` for sm_90): every thread holds 8-32 values
-of a row, so no configuration spills, and persistent grids are sized from the compiled
-kernel's register and shared-memory use, so they never run a second wave.
+How each kernel is launched (block sizes, warps, pipelining, grid) is a :class:`FwdPlan` or
+:class:`BwdPlan`; :func:`fwd_plan` and :func:`bwd_plan` choose them from the shape, as
+measured on the H200 (``results/h200/rms_norm/NOTES.md``).  Persistent grids are sized from
+the compiled kernel's register and shared-memory use, so they never run a second wave.
 
 The host functions are registered as ``torch.library`` custom ops (``opbench::rms_norm_fwd``,
 ``opbench::rms_norm_bwd``) with autograd, so ``torch.compile`` traces through them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -118,44 +122,89 @@ def _rms_norm_bwd_kernel(
 @triton.jit
 def _rms_norm_bwd_chunked_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
-    BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """Run the backward for rows too wide for registers, in ``BLOCK_N``-wide column chunks.
 
-    Program ``pid`` handles rows ``pid, pid + programs, ...``; for each it first sums
-    ``dy * w * x`` over the chunks, then revisits them to write
-    ``dx = rstd * (g - xhat * rstd * sum(dy * w * x) / N)`` and add ``dy * xhat`` into
-    row ``pid`` of ``dw_partial`` (read back only after the program's first row).
+    Program ``pid`` handles row blocks ``pid, pid + programs, ...`` of ``BLOCK_M`` rows.  For
+    each block it first sums ``dy * w * x`` per row over the chunks, then revisits them to
+    write ``dx = rstd * (g - xhat * rstd * sum(dy * w * x) / N)`` and add the block's
+    ``sum(dy * xhat)`` into row ``pid`` of ``dw_partial`` (read back after its first block).
     """
     pid = tl.program_id(0)
-    num_programs = tl.num_programs(0)
+    step = tl.num_programs(0) * BLOCK_M
     dw_row_ptr = dw_partial_ptr + pid.to(tl.int64) * N
 
-    for row in range(pid, M, num_programs):
-        row_offset = tl.cast(row, tl.int64) * N
-        rstd = tl.load(rstd_ptr + row)
+    for row_start in range(pid * BLOCK_M, M, step):
+        rows = row_start + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        row_offsets = rows.to(tl.int64)[:, None] * N
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
 
-        acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             cols = start + tl.arange(0, BLOCK_N)
-            mask = cols < N
-            x = tl.load(x_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            acc += dy * w * x
-        c = tl.sum(acc, axis=0) * rstd / N
+            col_mask = cols < N
+            mask = row_mask[:, None] & col_mask[None, :]
+            x = tl.load(x_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+            acc += dy * w[None, :] * x
+        c = tl.sum(acc, axis=1) * rstd / N
 
         for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
             cols = start + tl.arange(0, BLOCK_N)
-            mask = cols < N
-            x = tl.load(x_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptr + row_offset + cols, mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            xhat = x * rstd
-            dx = rstd * (dy * w - xhat * c)
-            tl.store(dx_ptr + row_offset + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-            dw = tl.load(dw_row_ptr + cols, mask=mask & (row >= num_programs), other=0.0)
-            tl.store(dw_row_ptr + cols, dw + dy * xhat, mask=mask)
+            col_mask = cols < N
+            mask = row_mask[:, None] & col_mask[None, :]
+            x = tl.load(x_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+            xhat = x * rstd[:, None]
+            dx = rstd[:, None] * (dy * w[None, :] - xhat * c[:, None])
+            tl.store(dx_ptr + row_offsets + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+            dw = tl.load(dw_row_ptr + cols, mask=col_mask & (row_start >= step), other=0.0)
+            tl.store(dw_row_ptr + cols, dw + tl.sum(dy * xhat, axis=0), mask=col_mask)
+
+
+@triton.jit
+def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``out[j] = sum_i partial[i, j]`` over the ``P`` fp32 rows, cast to ``out``'s dtype."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    acc = tl.zeros([BLOCK_P, BLOCK_N], dtype=tl.float32)
+    for start in range(0, P, BLOCK_P):
+        rows = start + tl.arange(0, BLOCK_P)
+        mask = (rows < P)[:, None] & col_mask[None, :]
+        acc += tl.load(partial_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
+
+
+@dataclass(frozen=True)
+class FwdPlan:
+    """A forward launch: ``block_m`` rows per step; ``persistent`` grids prefetch ``num_stages - 1`` steps."""
+
+    block_m: int
+    num_warps: int
+    num_stages: int = 1
+    persistent: bool = False
+
+
+@dataclass(frozen=True)
+class BwdPlan:
+    """A backward launch.
+
+    ``chunked`` picks the two-pass kernel, which walks rows in ``block_n``-wide chunks; the
+    one-pass kernel holds whole rows (``block_n`` is then the padded row width).  The grid is
+    persistent (as many programs as are resident) unless ``rows_per_program`` fixes it at
+    ``cdiv(M, rows_per_program)`` programs.
+    """
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+    chunked: bool = False
+    rows_per_program: int | None = None
 
 
 def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int]:
@@ -163,6 +212,27 @@ def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int
     block_m = max(1, min_tile // block_n)
     num_warps = min(32, max(4, block_m * block_n // (32 * values_per_thread)))
     return block_m, num_warps
+
+
+def fwd_plan(m: int, n: int, element_size: int) -> FwdPlan:
+    """The forward launch for an ``(m, n)`` input of ``element_size``-byte values."""
+    block_n = triton.next_power_of_2(n)
+    block_m, num_warps = _tile(block_n, values_per_thread=32, min_tile=4096)
+    if block_n < _FWD_PERSISTENT_BLOCK_N:
+        return FwdPlan(block_m, num_warps)
+    tile_bytes = block_m * block_n * element_size
+    stages = 2 if 2 * tile_bytes <= _FWD_MAX_PREFETCH_BYTES else 1
+    return FwdPlan(block_m, num_warps, num_stages=stages, persistent=True)
+
+
+def bwd_plan(m: int, n: int) -> BwdPlan:
+    """The backward launch for an ``(m, n)`` input."""
+    block_n = triton.next_power_of_2(n)
+    if block_n <= _BWD_MAX_BLOCK_N:
+        block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
+        return BwdPlan(block_m, block_n, num_warps, num_stages=2)
+    _, num_warps = _tile(_BWD_MAX_BLOCK_N, values_per_thread=8, min_tile=2048)
+    return BwdPlan(1, _BWD_MAX_BLOCK_N, num_warps, num_stages=2, chunked=True)
 
 
 def _specialization(arg: object) -> object:
@@ -200,29 +270,57 @@ def _persistent_grid(kernel, args: tuple, meta: dict, device: torch.device, work
     return min(_resident_programs[key], work)
 
 
+def launch_fwd(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, plan: FwdPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the forward on contiguous 2-D ``x`` as ``plan`` says; returns ``y`` and fp32 ``rstd``."""
+    m, n = x.shape
+    y = torch.empty_like(x)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    meta = dict(BLOCK_M=plan.block_m, BLOCK_N=triton.next_power_of_2(n),
+                NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
+    args = (x, weight, y, rstd, m, n, eps)
+    row_blocks = triton.cdiv(m, plan.block_m)
+    programs = (_persistent_grid(_rms_norm_fwd_kernel, args, meta, x.device, row_blocks)
+                if plan.persistent else row_blocks)
+    _rms_norm_fwd_kernel[(programs,)](*args, **meta)
+    return y, rstd
+
+
+def launch_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
+    m, n = x.shape
+    dx = torch.empty_like(x)
+    kernel = _rms_norm_bwd_chunked_kernel if plan.chunked else _rms_norm_bwd_kernel
+    meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
+                num_warps=plan.num_warps)
+    row_blocks = triton.cdiv(m, plan.block_m)
+    if plan.rows_per_program is not None:
+        programs = triton.cdiv(m, plan.rows_per_program)
+    else:
+        # The partial-dw buffer is sized from the grid; ``rstd`` (fp32 too) stands in for it
+        # while the grid is worked out, which compiles the kernel but does not run it.
+        probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
+        programs = _persistent_grid(kernel, probe_args, meta, x.device, row_blocks)
+    dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
+    kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
+    dw = torch.empty_like(weight)
+    sum_block_n = 64
+    _sum_rows_kernel[(triton.cdiv(n, sum_block_n),)](
+        dw_partial, dw, programs, n, BLOCK_P=32, BLOCK_N=sum_block_n, num_warps=4
+    )
+    return dx, dw
+
+
 @torch.library.custom_op("opbench::rms_norm_fwd", mutates_args=())
 def rms_norm_fwd(
     x: torch.Tensor, weight: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RMS-normalize the rows of 2-D ``x``; returns ``y`` and the fp32 ``rstd`` of shape (M,)."""
     x, weight = x.contiguous(), weight.contiguous()
-    m, n = x.shape
-    y = torch.empty_like(x)
-    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-    block_n = triton.next_power_of_2(n)
-    block_m, num_warps = _tile(block_n, values_per_thread=32, min_tile=4096)
-    args = (x, weight, y, rstd, m, n, eps)
-    row_blocks = triton.cdiv(m, block_m)
-    if block_n >= _FWD_PERSISTENT_BLOCK_N:
-        tile_bytes = block_m * block_n * x.element_size()
-        stages = 2 if 2 * tile_bytes <= _FWD_MAX_PREFETCH_BYTES else 1
-        meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=stages, num_warps=num_warps)
-        programs = _persistent_grid(_rms_norm_fwd_kernel, args, meta, x.device, row_blocks)
-    else:
-        meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=1, num_warps=num_warps)
-        programs = row_blocks
-    _rms_norm_fwd_kernel[(programs,)](*args, **meta)
-    return y, rstd
+    return launch_fwd(x, weight, eps, fwd_plan(*x.shape, x.element_size()))
 
 
 @rms_norm_fwd.register_fake
@@ -236,26 +334,7 @@ def rms_norm_bwd(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients ``(dx, dw)`` of :func:`rms_norm_fwd` given ``grad_out`` and the saved ``rstd``."""
     grad_out, x, weight = grad_out.contiguous(), x.contiguous(), weight.contiguous()
-    m, n = x.shape
-    dx = torch.empty_like(x)
-    block_n = triton.next_power_of_2(n)
-    if block_n <= _BWD_MAX_BLOCK_N:
-        kernel = _rms_norm_bwd_kernel
-        block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
-        meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, NUM_STAGES=2, num_warps=num_warps)
-        work = triton.cdiv(m, block_m)
-    else:
-        kernel = _rms_norm_bwd_chunked_kernel
-        _, num_warps = _tile(_BWD_MAX_BLOCK_N, values_per_thread=8, min_tile=2048)
-        meta = dict(BLOCK_N=_BWD_MAX_BLOCK_N, NUM_STAGES=2, num_warps=num_warps)
-        work = m
-    # The partial-dw buffer is sized from the grid; ``rstd`` (fp32 too) stands in for it while
-    # the grid is worked out, which compiles the kernel but does not run it.
-    probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
-    programs = _persistent_grid(kernel, probe_args, meta, x.device, work)
-    dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
-    kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
-    return dx, dw_partial.sum(0).to(weight.dtype)
+    return launch_bwd(grad_out, x, weight, rstd, bwd_plan(*x.shape))
 
 
 @rms_norm_bwd.register_fake

@@ -1,0 +1,130 @@
+"""Time the rms_norm Triton launch plans on a GPU against copies of the same byte counts.
+
+For each shape of the rms_norm CUDA sweep this times every candidate :class:`FwdPlan` and
+:class:`BwdPlan` (block rows, warps, pipelining stages, persistent or fixed grids, one-pass
+or chunked backward), checks each result against a float32 reference, and times
+``dst.copy_(src)`` over the bytes the operator's model counts, so each plan is read against
+the copy at its own size as well as against large-copy bandwidth.  Writes one JSON record per
+timing and prints the best plans::
+
+    python results/h200/rms_norm/probe_plans.py --out probe.json --budget-s 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import time
+from collections.abc import Iterator
+
+import torch
+import triton
+
+from harness.device import measure_copy_gbps, prepare_backends
+from harness.timing import CudaTimer
+from operators.rms_norm import triton_impl as impl
+from operators.rms_norm.operator import CUDA_SHAPES, EPS
+
+DTYPE = torch.bfloat16
+MAX_PREFETCH_BYTES = 160 * 1024
+
+
+def values_per_thread(block_m: int, block_n: int, warps: int) -> float:
+    return block_m * block_n / (32 * warps)
+
+
+def fwd_candidates(n: int) -> Iterator[impl.FwdPlan]:
+    block_n = triton.next_power_of_2(n)
+    for block_m, warps in itertools.product((1, 2, 4), (4, 8, 16, 32)):
+        if not 8 <= values_per_thread(block_m, block_n, warps) <= 64:
+            continue
+        yield impl.FwdPlan(block_m, warps)
+        if 2 * block_m * block_n * 2 <= MAX_PREFETCH_BYTES:
+            yield impl.FwdPlan(block_m, warps, 2, persistent=True)
+
+
+def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
+    block_n = triton.next_power_of_2(n)
+    if block_n <= 16384:
+        for block_m, warps in itertools.product((1, 2), (4, 8, 16, 32)):
+            if not 4 <= values_per_thread(block_m, block_n, warps) <= 32:
+                continue
+            for stages, rows in ((2, None), (1, None), (2, 16)):
+                yield impl.BwdPlan(block_m, block_n, warps, stages, rows_per_program=rows)
+    if block_n >= 8192:
+        for block_m, chunk, warps in itertools.product((1, 2, 4), (2048, 4096), (8, 16)):
+            if 4 <= values_per_thread(block_m, chunk, warps) <= 32:
+                yield impl.BwdPlan(block_m, chunk, warps, 2, chunked=True)
+
+
+def copy_ms(timer: CudaTimer, nbytes: int) -> float:
+    src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
+    dst = torch.empty_like(src)
+    return timer.measure(lambda: dst.copy_(src)).p50
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--budget-s", type=float, default=200.0)
+    args = parser.parse_args()
+    prepare_backends("cuda")
+    timer = CudaTimer(warmup_ms=5, rep_ms=25)
+    copy_gbps = measure_copy_gbps("cuda", timer)
+    deadline = time.monotonic() + args.budget_s
+    records = []
+    for (m, n), mode in itertools.product(CUDA_SHAPES, ("fwd", "bwd")):
+        if m * n < 2**24:
+            continue
+        x = torch.randn(m, n, device="cuda", dtype=DTYPE)
+        weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
+        dy = torch.randn_like(x)
+        xf, wf, dyf = x.float(), weight.float(), dy.float()
+        rstd_ref = torch.rsqrt(xf.pow(2).mean(-1) + EPS)
+        xhat = xf * rstd_ref[:, None]
+        g = dyf * wf
+        want = {
+            "fwd": (xhat * wf,),
+            "bwd": (rstd_ref[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True)),
+                    (dyf * xhat).sum(0)),
+        }[mode]
+        _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n, 2))
+        nbytes = {"fwd": 2 * m * n * 2, "bwd": 3 * m * n * 2}[mode]
+        ceiling_ms = copy_ms(timer, nbytes)
+        default = impl.fwd_plan(m, n, 2) if mode == "fwd" else impl.bwd_plan(m, n)
+        plans = fwd_candidates(n) if mode == "fwd" else bwd_candidates(n)
+        for plan in dict.fromkeys([default, *plans]):
+            if time.monotonic() > deadline:
+                break
+            if mode == "fwd":
+                call = functools.partial(impl.launch_fwd, x, weight, EPS, plan)
+            else:
+                call = functools.partial(impl.launch_bwd, dy, x, weight, rstd, plan)
+            record = {"mode": mode, "shape": [m, n], "plan": repr(plan), "default": plan == default,
+                      "copy_ms_same_bytes": ceiling_ms, "copy_gbps": copy_gbps}
+            try:
+                got = call()
+                errors = [((a.float() - b).abs().max() / b.abs().max()).item()
+                          for a, b in zip(got, want, strict=False)]
+                ms = timer.measure(call).p50
+                record.update(ms=ms, max_rel_err=max(errors), gbps=nbytes / ms / 1e6,
+                              pct_copy=100 * nbytes / ms / 1e6 / copy_gbps,
+                              pct_same_bytes_copy=100 * ceiling_ms / ms)
+            except Exception as exc:  # a plan that fails to compile or launch is recorded
+                record["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            records.append(record)
+        done = [r for r in records if r["mode"] == mode and r["shape"] == [m, n] and "ms" in r]
+        if done:
+            best = min(done, key=lambda r: r["ms"])
+            base = next((r for r in done if r["default"]), best)
+            print(f"{mode} {m}x{n}: copy(same bytes) {100 * nbytes / ceiling_ms / 1e6 / copy_gbps:.1f}% | "
+                  f"default {base['pct_copy']:.1f}% | best {best['pct_copy']:.1f}% {best['plan']}",
+                  flush=True)
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
