@@ -6,10 +6,11 @@ Each operator keeps its tuned configs in ``operators/<op>/helion_configs.json``:
      "configs": {"exp_fwd|bfloat16|large": {...helion.Config fields...}}}
 
 :func:`call_with_stored_config` binds a Helion kernel to its arguments, applies the stored
-config for the key (compiling it once per specialization) and runs it.  No search-based
-autotuning happens during a benchmark.  Under Triton's CPU interpreter the same stored
-config runs when there is one (its large tiles keep the interpreter fast), else Helion's
-default config.
+config for the key (compiling it once per specialization) and runs it.  A call may name
+fallback keys after its own (e.g. a kernel sharing another's loop nest): the first stored one
+wins.  No search-based autotuning happens during a benchmark.  Under Triton's CPU interpreter
+the same stored config runs when there is one (its large tiles keep the interpreter fast),
+else Helion's default config.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,28 +69,41 @@ def save_store(path: Path, configs: dict[str, dict[str, Any]], device_name: str)
     _stores[path] = merged
 
 
-def stored_config(path: Path, key: str) -> helion.Config:
-    """The stored config for ``key``; raises :class:`MissingConfigError` naming the fix."""
+def _as_keys(keys: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (keys,) if isinstance(keys, str) else keys
+
+
+def first_stored_key(configs: Mapping[str, Any], keys: str | tuple[str, ...]) -> str | None:
+    """The first of ``keys`` (a key, or keys in order of preference) present in ``configs``."""
+    return next((key for key in _as_keys(keys) if key in configs), None)
+
+
+def stored_config(path: Path, keys: str | tuple[str, ...]) -> helion.Config:
+    """The config stored under the first stored of ``keys``; raises :class:`MissingConfigError`
+    naming the first (preferred) key and the fix when none is stored."""
     configs = load_store(path)
-    if key not in configs:
+    key = first_stored_key(configs, keys)
+    if key is None:
         raise MissingConfigError(
-            f"no stored Helion config for {key} in {path.name}; "
+            f"no stored Helion config for {_as_keys(keys)[0]} in {path.name}; "
             "run `python run.py tune --op <op>` on this GPU"
         )
     return helion.Config(**configs[key])
 
 
-def call_with_stored_config(kernel: Any, store: Path, key: str, *args: object) -> Any:
-    """Run Helion ``kernel`` on ``args`` with the config stored under ``key``.
+def call_with_stored_config(kernel: Any, store: Path, keys: str | tuple[str, ...],
+                            *args: object) -> Any:
+    """Run Helion ``kernel`` on ``args`` with the config stored under the first stored of
+    ``keys`` (a key, or keys in order of preference).
 
     Interpreted (CPU) runs fall back to Helion's default config when none is stored.
     """
     bound = kernel.bind(args)
     if bound not in _configured:
         interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-        if interpreted and key not in load_store(store):
+        if interpreted and first_stored_key(load_store(store), keys) is None:
             bound.set_config(bound.config_spec.default_config())
         else:
-            bound.set_config(stored_config(store, key))
+            bound.set_config(stored_config(store, keys))
         _configured.add(bound)
     return bound(*args)

@@ -3,12 +3,14 @@
 Three kernels share one tiled loop (``acc`` accumulates in fp32 over k-tiles) and differ in
 the epilogue, since Helion kernels cannot capture closures::
 
-    matmul_kernel(x, y, alpha)                out = alpha * x @ y
-    addmm_1d_kernel(bias, x, y, alpha, beta)  out = alpha * x @ y + beta * bias[None, :]  (N,)
-    addmm_2d_kernel(bias, x, y, alpha, beta)  out = alpha * x @ y + beta * bias           (M, N)
+    matmul_kernel(x, y, alpha, out)                out = alpha * x @ y
+    addmm_1d_kernel(bias, x, y, alpha, beta, out)  out = alpha * x @ y + beta * bias[None, :]
+    addmm_2d_kernel(bias, x, y, alpha, beta, out)  out = alpha * x @ y + beta * bias  (M, N)
 
 The backward pass calls ``matmul_kernel`` on transposed views (``grad @ y.T`` and
-``x.T @ grad``) with ``alpha`` applied in its epilogue.
+``x.T @ grad``) with ``alpha`` applied in its epilogue.  The host passes operands and output
+with 16-byte aligned row pitches (:mod:`operators.gemm.alignment`), so configs with
+``tensor_descriptor`` indexing use TMA even for shapes such as 4097^3 in bf16.
 
 Configs are tuned on the GPU and stored in ``helion_configs.json`` under
 ``<kernel>|<dtype>|<bucket>``.  The bucket (:func:`bucket`) is ``<size>|<layout>``:
@@ -16,6 +18,9 @@ Configs are tuned on the GPU and stored in ``helion_configs.json`` under
 * size: ``small`` when the largest of M, N, K is below 2048, else ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``.
+
+The addmm kernels run matmul's loop nest, so without a config of their own they use the one
+stored for ``matmul`` in the same bucket (:func:`config_keys`).
 
 :func:`tuning_candidates` and :func:`tuning_args` give the tuner a short list of plausible H200
 configs and example arguments per (kernel, bucket).
@@ -31,6 +36,7 @@ import helion
 import helion.language as hl
 import torch
 
+from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.helion_configs import TuningJob, call_with_stored_config, config_key
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
@@ -39,12 +45,11 @@ _BUCKET_SIZES = {"small": 1024, "large": 4096}
 
 
 @helion.kernel(static_shapes=True)
-def matmul_kernel(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
-    """``alpha * x @ y``: x (M, K), y (K, N) -> (M, N) in x's dtype, fp32 accumulation."""
+def matmul_kernel(x: torch.Tensor, y: torch.Tensor, alpha: float, out: torch.Tensor) -> torch.Tensor:
+    """``out = alpha * x @ y``: x (M, K), y (K, N), out (M, N), fp32 accumulation."""
     m, k = x.size()
     k2, n = y.size()
     assert k == k2, f"size mismatch {k} != {k2}"
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
     for tile_m, tile_n in hl.tile([m, n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
@@ -55,12 +60,11 @@ def matmul_kernel(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tenso
 
 @helion.kernel(static_shapes=True)
 def addmm_1d_kernel(bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor, alpha: float,
-                    beta: float) -> torch.Tensor:
-    """``alpha * x @ y + beta * bias`` with bias (N,) broadcast over the rows of (M, N)."""
+                    beta: float, out: torch.Tensor) -> torch.Tensor:
+    """``out = alpha * x @ y + beta * bias`` with bias (N,) broadcast over the rows of (M, N)."""
     m, k = x.size()
     k2, n = y.size()
     assert k == k2, f"size mismatch {k} != {k2}"
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
     for tile_m, tile_n in hl.tile([m, n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
@@ -72,12 +76,11 @@ def addmm_1d_kernel(bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor, alpha:
 
 @helion.kernel(static_shapes=True)
 def addmm_2d_kernel(bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor, alpha: float,
-                    beta: float) -> torch.Tensor:
-    """``alpha * x @ y + beta * bias`` with bias of the output's shape (M, N)."""
+                    beta: float, out: torch.Tensor) -> torch.Tensor:
+    """``out = alpha * x @ y + beta * bias`` with bias of the output's shape (M, N)."""
     m, k = x.size()
     k2, n = y.size()
     assert k == k2, f"size mismatch {k} != {k2}"
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
     for tile_m, tile_n in hl.tile([m, n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
@@ -95,9 +98,11 @@ KERNELS = {"matmul": matmul_kernel, "addmm_1d": addmm_1d_kernel, "addmm_2d": add
 # ---------------------------------------------------------------------------------------------
 
 
-def _row_or_column_major(t: torch.Tensor) -> torch.Tensor:
-    """``t`` itself when row- or column-major, else a row-major copy."""
-    return t if t.stride(1) == 1 or t.stride(0) == 1 else t.contiguous()
+def _kernel_operand(t: torch.Tensor) -> torch.Tensor:
+    """``t`` row- or column-major with a 16-byte aligned pitch, copying only when it is not."""
+    if t.stride(1) != 1 and t.stride(0) != 1:
+        t = t.contiguous()
+    return aligned_operand(t, transposed=t.stride(1) != 1)
 
 
 def _layout_letter(t: torch.Tensor) -> str:
@@ -110,13 +115,21 @@ def bucket(x: torch.Tensor, y: torch.Tensor) -> str:
     return f"{size}|{_layout_letter(x)}{_layout_letter(y)}"
 
 
+def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, ...]:
+    """Stored-config keys for kernel ``name`` in a bucket, in order of preference: an addmm
+    kernel's own, then matmul's (the same loop nest with a different epilogue)."""
+    own = config_key(name, dtype, bucket_name)
+    return (own,) if name == "matmul" else (own, config_key("matmul", dtype, bucket_name))
+
+
 def _launch(name: str, bias: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor,
             *scalars: float) -> torch.Tensor:
-    """Run kernel ``name`` on ``([bias,] x, y, *scalars)`` with the config stored for it."""
-    x, y = _row_or_column_major(x), _row_or_column_major(y)
-    key = config_key(name, x.dtype, bucket(x, y))
-    args = (x, y, *scalars) if bias is None else (bias, x, y, *scalars)
-    return call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *args)
+    """Run kernel ``name`` on ``([bias,] x, y, *scalars, out)`` with its stored config."""
+    x, y = _kernel_operand(x), _kernel_operand(y)
+    out = output_buffer(x.shape[0], y.shape[1], x.dtype, x.device)
+    keys = config_keys(name, x.dtype, bucket(x, y))
+    args = (x, y, *scalars, out) if bias is None else (bias, x, y, *scalars, out)
+    return call_with_stored_config(KERNELS[name], CONFIG_PATH, keys, *args)
 
 
 def _scaled_matmul(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -253,11 +266,12 @@ def tuning_args(kernel_name: str, bucket: str, dtype: torch.dtype,
     m = n = k = _BUCKET_SIZES[size]
     x = _operand(m, k, layout[0] == "t", dtype, device)
     y = _operand(k, n, layout[1] == "t", dtype, device)
+    out = output_buffer(m, n, dtype, device)
     if kernel_name == "matmul":
-        return x, y, 1.0
+        return x, y, 1.0, out
     bias_shape = (n,) if kernel_name == "addmm_1d" else (m, n)
     bias = torch.randn(bias_shape, dtype=dtype, device=device)
-    return bias, x, y, 1.0, 1.0
+    return bias, x, y, 1.0, 1.0, out
 
 
 def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:

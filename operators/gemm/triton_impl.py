@@ -14,8 +14,10 @@ Both kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
   next tile's loads overlap the current tile's epilogue.  A transposed (column-major) operand
   gets a descriptor over its row-major transpose; the kernel loads that tile and transposes it
   in shared memory before the dot, so the backward pass needs no copies.
-* ``_matmul_pointer_kernel`` is the fallback for strides TMA cannot describe (a row pitch that is
-  not a multiple of 16 bytes, e.g. K=4097 in bf16), for dims smaller than a tile, for exact fp32
+  Operands whose row pitch or base is not 16-byte aligned (e.g. K=4097 in bf16) are first
+  copied to a padded-pitch buffer, and outputs always have a padded pitch
+  (:mod:`operators.gemm.alignment`: a [:, :N] view, not contiguous when N is unaligned).
+* ``_matmul_pointer_kernel`` is the fallback for dims smaller than a tile, for exact fp32
   (torch's float32 matmul precision "highest", computed without tensor cores) and for GPUs
   without TMA: masked pointer loads with arbitrary strides, same tile order and epilogue.
 
@@ -38,10 +40,11 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from operators.gemm.alignment import aligned_operand, output_buffer
+
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 NO_BIAS, ROW_BIAS, FULL_BIAS = 0, 1, 2
-_TMA_ALIGN = 16
 _INTERPRETER_SMS = 3
 _SMEM_SLACK = 2048
 
@@ -337,13 +340,6 @@ def _as_strided_2d(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
     return t.contiguous(), False
 
 
-def _tma_compatible(t: torch.Tensor, transposed: bool) -> bool:
-    """Whether TMA can address ``t`` (or, when ``transposed``, its row-major transpose)."""
-    pitch = t.stride(1) if transposed else t.stride(0)
-    return (t.numel() > 0 and t.data_ptr() % _TMA_ALIGN == 0
-            and (pitch * t.element_size()) % _TMA_ALIGN == 0)
-
-
 def _descriptor(t: torch.Tensor, transposed: bool) -> TensorDescriptor:
     """A row-major descriptor over ``t`` or ``t.T``; its block shape is set per config."""
     rows = t.T if transposed else t
@@ -381,30 +377,29 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "tf32"
 
 
-def _uses_tma(a: torch.Tensor, a_trans: bool, b: torch.Tensor, b_trans: bool,
-              out: torch.Tensor, precision: str) -> bool:
-    """TMA serves tensor-core dots on Hopper (or the interpreter) with 16-byte aligned operands
-    no smaller than the largest tile.
+def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) -> bool:
+    """Whether the TMA kernel serves an (M, N, K) problem: tensor-core dots on Hopper (or the
+    interpreter), every dim no smaller than the largest tile.  Misaligned operands do not
+    matter: they are copied to aligned buffers first.
 
     Exact fp32 (``ieee``) dots run on the FMA units, where the TMA kernel's transposed tiles
     spill registers; they take the pointer kernel.
     """
-    mnk = (a.shape[0], b.shape[1], a.shape[1])
     if precision == "ieee" or any(d < block for d, block in zip(mnk, _TMA_MIN_MNK, strict=True)):
         return False
-    if not INTERPRETED and torch.cuda.get_device_capability(a.device)[0] < 9:
-        return False
-    return (_tma_compatible(a, a_trans) and _tma_compatible(b, b_trans)
-            and _tma_compatible(out, False))
+    return INTERPRETED or torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
                  alpha: float = 1.0, beta: float = 1.0) -> torch.Tensor:
-    """``alpha * a @ b + beta * bias`` for 2-D ``a`` (M, K), ``b`` (K, N), without autograd."""
+    """``alpha * a @ b + beta * bias`` for 2-D ``a`` (M, K), ``b`` (K, N), without autograd.
+
+    The result's row pitch is padded to 16 bytes (:func:`~operators.gemm.alignment.output_buffer`).
+    """
     assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0], "shapes do not match"
     assert a.dtype == b.dtype, "operand dtypes differ"
     (m, k), n = a.shape, b.shape[1]
-    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    out = output_buffer(m, n, a.dtype, a.device)
     if m == 0 or n == 0:
         return out
     a, a_trans = _as_strided_2d(a)
@@ -416,9 +411,10 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
                   alpha=float(alpha), beta=float(beta), A_TRANS=a_trans, B_TRANS=b_trans,
                   BIAS_KIND=kind, DOT_PRECISION=precision)
     grid = _grid(a.device)
-    if _uses_tma(a, a_trans, b, b_trans, out, precision):
-        _matmul_tma_kernel[grid](_descriptor(a, a_trans), _descriptor(b, b_trans),
-                                 _descriptor(out, False), bias_arg, **common)
+    if uses_tma((m, n, k), precision, a.device):
+        a_desc = _descriptor(aligned_operand(a, a_trans), a_trans)
+        b_desc = _descriptor(aligned_operand(b, b_trans), b_trans)
+        _matmul_tma_kernel[grid](a_desc, b_desc, _descriptor(out, False), bias_arg, **common)
     else:
         _matmul_pointer_kernel[grid](a, b, out, bias_arg, stride_am=a.stride(0),
                                      stride_ak=a.stride(1), stride_bk=b.stride(0),
@@ -445,13 +441,13 @@ def _addmm_op(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor,
 
 @_matmul_op.register_fake
 def _matmul_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return a.new_empty((a.shape[0], b.shape[1]))
+    return output_buffer(a.shape[0], b.shape[1], a.dtype, a.device)
 
 
 @_addmm_op.register_fake
 def _addmm_fake(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
                 beta: float) -> torch.Tensor:
-    return mat1.new_empty((mat1.shape[0], mat2.shape[1]))
+    return output_buffer(mat1.shape[0], mat2.shape[1], mat1.dtype, mat1.device)
 
 
 def _save_operands(ctx, inputs: tuple, output: torch.Tensor) -> None:
