@@ -53,23 +53,27 @@ def test_forward_and_gradients_match_float64_reference(impl, n, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
-    # Rows count as wide from 64 columns: persistent forward, chunked backward (4 chunks).
+    # Rows count as wide from 64 columns: persistent forward, split backward (4 column stripes).
     monkeypatch.setattr(triton_impl, "_FWD_PERSISTENT_BLOCK_N", 64)
     monkeypatch.setattr(triton_impl, "_BWD_MAX_BLOCK_N", 64)
+    split = triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=4)
+    monkeypatch.setattr(triton_impl, "_SPLIT_STRIPE", split)
+    assert triton_impl.bwd_plan(9, 200).kernel == "split"
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 9, 200, dtype)
     assert_matches_reference(outputs, expected, dtype)
 
 
 PLANS = {
     "persistent": (triton_impl.FwdPlan(2, 4, num_stages=2, persistent=True),
-                   triton_impl.BwdPlan(2, 256, 4, num_stages=2)),
+                   triton_impl.BwdPlan("one_pass", 2, 256, 4, num_stages=2)),
     "fixed_rows": (triton_impl.FwdPlan(4, 4),
-                   triton_impl.BwdPlan(1, 256, 4, num_stages=1, rows_per_program=5)),
+                   triton_impl.BwdPlan("one_pass", 1, 256, 4, rows_per_program=5)),
     "chunked_blocks": (triton_impl.FwdPlan(1, 4),
-                       triton_impl.BwdPlan(4, 64, 4, num_stages=2, chunked=True)),
+                       triton_impl.BwdPlan("chunked", 4, 64, 4, num_stages=2)),
     "chunked_fixed_rows": (triton_impl.FwdPlan(1, 4),
-                           triton_impl.BwdPlan(2, 128, 4, num_stages=1, chunked=True,
-                                               rows_per_program=6)),
+                           triton_impl.BwdPlan("chunked", 2, 128, 4, rows_per_program=6)),
+    "split": (triton_impl.FwdPlan(1, 4),
+              triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=10)),
 }
 
 
@@ -84,9 +88,15 @@ def test_triton_launch_plans_match_reference(plan):
     assert_matches_reference((y, dx, dw), expected, torch.float32)
 
 
+def test_unknown_backward_kernel_is_refused():
+    x = torch.randn(4, 8)
+    with pytest.raises(ValueError, match="valid: one_pass, chunked, split"):
+        triton_impl.launch_bwd(x, x, torch.randn(8), torch.ones(4), triton_impl.BwdPlan("fused", 1, 8, 4))
+
+
 def test_helion_wide_row_backward_matches_reference(monkeypatch):
     monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
-    assert helion_impl.bwd_kernel_name(200) == "rms_norm_bwd_wide"
+    assert helion_impl.bwd_kernel_names(200) == ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"]
     outputs, expected = run_forward_backward(helion_impl.rms_norm, M, 200, torch.float32)
     assert_matches_reference(outputs, expected, torch.float32)
 
@@ -125,7 +135,8 @@ def test_triton_rms_norm_compiles_without_graph_breaks():
 
 @pytest.mark.parametrize(
     ("kernel_name", "n"),
-    [("rms_norm_fwd", 4096), ("rms_norm_bwd", 4096), ("rms_norm_bwd_wide", 16384)],
+    [("rms_norm_fwd", 4096), ("rms_norm_bwd", 4096), ("rms_norm_bwd", 16384),
+     ("rms_norm_bwd_row_dot", 32768), ("rms_norm_bwd_stripe", 32768)],
 )
 def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):
     args = helion_impl.tuning_args(kernel_name, 64, n, torch.float16, "cpu")

@@ -10,9 +10,11 @@ Means are written as ``sum / n`` with ``n = hl.specialize(N)``: ``.mean(-1)`` in
 kernel divides by the padded block width when ``N`` is not a power of two.
 
 The backward kernels return one partial ``dw`` row per outer tile of rows; the autograd
-function sums them.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in registers next
-to a ``dw`` accumulator (ptxas reports spills for every config), so they go to
-:func:`rms_norm_bwd_wide`, which walks each row twice in column tiles.
+function sums them.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's
+registers next to a ``dw`` accumulator, so they take the split backward:
+:func:`rms_norm_bwd_row_dot` computes each row's ``c = rstd * sum(dy * w * x) / N``, then
+:func:`rms_norm_bwd_stripe` walks column stripes over groups of rows, writing ``dx`` and keeping
+each stripe's ``dw`` in registers (it reads ``x`` and ``dy`` twice, but streams).
 
 Configs are stored per ``(kernel, dtype, bucket)``, where the bucket is the row width padded
 to the next power of two (``"n8192"`` holds N=5120 and N=8192): the kernels keep a padded row
@@ -33,8 +35,8 @@ from operators.helion_configs import TuningJob, call_with_stored_config, config_
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 
-BWD_MAX_WIDTH = 8192
-"""Widest padded row :func:`rms_norm_bwd` handles; wider rows use :func:`rms_norm_bwd_wide`."""
+BWD_MAX_WIDTH = 16384
+"""Widest padded row :func:`rms_norm_bwd` handles; wider rows take the split backward."""
 
 TUNING_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
 """The width buckets of the rms_norm operator's default CUDA sweep (N=5120 pads to 8192)."""
@@ -93,44 +95,58 @@ def rms_norm_bwd(
 
 
 @helion.kernel
-def rms_norm_bwd_wide(
+def rms_norm_bwd_row_dot(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`rms_norm_bwd` for rows too wide to keep in registers next to a ``dw`` accumulator.
+) -> torch.Tensor:
+    """First kernel of the split backward: ``c = rstd * sum(dy * w * x) / N`` per row, fp32 [M]."""
+    m, n = x.size()
+    n = hl.specialize(n)
+    c = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
+            g = dy_tile * weight[None, tile_n].to(torch.float32)
+            acc += (g * x[tile_m, tile_n].to(torch.float32)).sum(-1)
+        c[tile_m] = acc * rstd[tile_m] / n
+    return c
 
-    Per row tile it first reduces ``sum(dy * w * x)`` over the row in column tiles, then
-    revisits the row (now in cache) in column tiles to write ``dx`` and add ``dy * xhat``
-    into the outer tile's row of the partial ``dw``, which it keeps in global memory.
+
+@helion.kernel
+def rms_norm_bwd_stripe(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    c: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Second kernel of the split backward: ``dx`` [M, N] and partial ``dw`` fp32 [G, N].
+
+    Each (group of rows, column stripe) tile walks its rows writing
+    ``dx = rstd * (dy * w - xhat * c)`` and keeps the stripe's ``sum(dy * xhat)`` in fp32
+    registers; it stores that sum in its group's row of the partial ``dw``.
     """
     m, n = x.size()
     n = hl.specialize(n)
-    block_m = hl.register_block_size(m)
+    block_g = hl.register_block_size(m)
     dx = torch.empty_like(x)
-    dw_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    for tile_outer in hl.tile(m, block_size=block_m):
-        for tile_n in hl.tile(n):
-            dw_partial[tile_outer.id, tile_n] = hl.zeros([tile_n], dtype=torch.float32)
-        for tile_m in hl.tile(tile_outer.begin, tile_outer.end):
-            rstd_tile = rstd[tile_m]
-            dot = hl.zeros([tile_m], dtype=torch.float32)
-            for tile_n in hl.tile(n):
-                dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
-                g = dy_tile * weight[None, tile_n].to(torch.float32)
-                dot += (g * x[tile_m, tile_n].to(torch.float32)).sum(-1)
-            c = dot * rstd_tile / n
-            for tile_n in hl.tile(n):
-                xhat = x[tile_m, tile_n].to(torch.float32) * rstd_tile[:, None]
-                dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
-                g = dy_tile * weight[None, tile_n].to(torch.float32)
-                dx[tile_m, tile_n] = (rstd_tile[:, None] * (g - xhat * c[:, None])).to(dx.dtype)
-                dw_partial[tile_outer.id, tile_n] += (dy_tile * xhat).sum(0)
+    dw_partial = torch.empty([helion.cdiv(m, block_g), n], dtype=torch.float32, device=x.device)
+    for tile_g, tile_n in hl.tile([m, n], block_size=[block_g, None]):
+        w = weight[tile_n].to(torch.float32)
+        dw_acc = hl.zeros([tile_n], dtype=torch.float32)
+        for tile_m in hl.tile(tile_g.begin, tile_g.end):
+            rstd_tile = rstd[tile_m][:, None]
+            dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
+            xhat = x[tile_m, tile_n].to(torch.float32) * rstd_tile
+            dx_tile = rstd_tile * (dy_tile * w[None, :] - xhat * c[tile_m][:, None])
+            dx[tile_m, tile_n] = dx_tile.to(dx.dtype)
+            dw_acc += (dy_tile * xhat).sum(0)
+        dw_partial[tile_g.id, tile_n] = dw_acc
     return dx, dw_partial
 
 
 KERNELS = {
     "rms_norm_fwd": rms_norm_fwd,
     "rms_norm_bwd": rms_norm_bwd,
-    "rms_norm_bwd_wide": rms_norm_bwd_wide,
+    "rms_norm_bwd_row_dot": rms_norm_bwd_row_dot,
+    "rms_norm_bwd_stripe": rms_norm_bwd_stripe,
 }
 """The Helion kernels of this module by the name their configs are stored under."""
 
@@ -140,17 +156,19 @@ def width_bucket(n: int) -> str:
     return f"n{triton.next_power_of_2(n)}"
 
 
-def bwd_kernel_name(n: int) -> str:
-    """Which backward kernel runs rows of width ``n``."""
-    return "rms_norm_bwd" if triton.next_power_of_2(n) <= BWD_MAX_WIDTH else "rms_norm_bwd_wide"
+def bwd_kernel_names(n: int) -> list[str]:
+    """The backward kernels that run rows of width ``n``, in launch order."""
+    if triton.next_power_of_2(n) <= BWD_MAX_WIDTH:
+        return ["rms_norm_bwd"]
+    return ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"]
 
 
 def kernels_for_width(n: int) -> list[str]:
     """Names of the kernels that run on rows of width ``n``: the ones to tune for it."""
-    return ["rms_norm_fwd", bwd_kernel_name(n)]
+    return ["rms_norm_fwd", *bwd_kernel_names(n)]
 
 
-def _run(name: str, x: torch.Tensor, *args: object) -> tuple[torch.Tensor, torch.Tensor]:
+def _run(name: str, x: torch.Tensor, *args: object) -> object:
     key = config_key(name, x.dtype, width_bucket(x.size(1)))
     return call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *args)
 
@@ -167,8 +185,12 @@ class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         x, weight, rstd = ctx.saved_tensors
-        name = bwd_kernel_name(x.size(1))
-        dx, dw_partial = _run(name, x, grad_out.contiguous(), x, weight, rstd)
+        args = (grad_out.contiguous(), x, weight, rstd)
+        if bwd_kernel_names(x.size(1)) == ["rms_norm_bwd"]:
+            dx, dw_partial = _run("rms_norm_bwd", x, *args)
+        else:
+            c = _run("rms_norm_bwd_row_dot", x, *args)
+            dx, dw_partial = _run("rms_norm_bwd_stripe", x, *args, c)
         return dx, dw_partial.sum(0).to(weight.dtype), None
 
 
@@ -189,10 +211,13 @@ def tuning_args(
     weight = torch.randn(n, dtype=dtype, device=device)
     if kernel_name == "rms_norm_fwd":
         return x, weight, 1e-6
-    if kernel_name in ("rms_norm_bwd", "rms_norm_bwd_wide"):
-        rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
-        return torch.randn_like(x), x, weight, rstd
-    raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
+    if kernel_name not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
+    rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+    args = (torch.randn_like(x), x, weight, rstd)
+    if kernel_name == "rms_norm_bwd_stripe":
+        return (*args, torch.randn(m, dtype=torch.float32, device=device))
+    return args
 
 
 def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
@@ -207,7 +232,8 @@ def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
     candidates = {
         "rms_norm_fwd": _fwd_candidates,
         "rms_norm_bwd": _bwd_candidates,
-        "rms_norm_bwd_wide": _bwd_wide_candidates,
+        "rms_norm_bwd_row_dot": _row_dot_candidates,
+        "rms_norm_bwd_stripe": _stripe_candidates,
     }
     if kernel_name not in candidates:
         raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
@@ -253,6 +279,12 @@ def _bwd_candidates(width: int) -> list[helion.Config]:
         {"pid_type": "persistent_interleaved", "num_sm_multiplier": per_sm,
          "range_num_stages": [0, 2]},
     ]
+    if width >= 4096:
+        # The Triton probe's fastest: 32 row values per thread, one or two rows per step.
+        variants += [
+            {"num_warps": max(4, width // 1024)},
+            {"block_sizes": [outer, 2], "num_warps": min(32, width // 512)},
+        ]
     if per_sm > 1:
         variants += [
             {"block_sizes": [2 * outer, rows]},
@@ -261,21 +293,30 @@ def _bwd_candidates(width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
-def _bwd_wide_candidates(width: int) -> list[helion.Config]:
-    # One row at a time in 8192-wide column tiles (8 values per thread at 32 warps), one
-    # program per SM; or 4096-wide tiles at 16 warps, which fit two or three programs per SM.
-    # Block sizes: outer rows, zeroing tile, rows, pass-1 tile, pass-2 tile.
-    outer = max(1, 2**25 // width // 128)
-    base = {"block_sizes": [outer, 8192, 1, 8192, 8192], "num_warps": 32}
-    narrow = {"block_sizes": [outer, 4096, 1, 4096, 4096], "num_warps": 16}
-    pipelined = {"range_num_stages": [0, 0, 0, 2, 2]}
+def _row_dot_candidates(width: int) -> list[helion.Config]:
+    # One row per program in column tiles of 16 values per thread, like a plain reduction.
+    base = {"block_sizes": [1, 4096], "num_warps": 8}
     variants = [
         {},
-        pipelined,
-        {"indexing": "block_ptr"},
-        narrow,
-        {**narrow, **pipelined},
-        {**narrow, "block_sizes": [max(1, outer // 2), 4096, 1, 4096, 4096]},
+        {"block_sizes": [1, 8192], "num_warps": 16},
+        {"block_sizes": [2, 4096], "num_warps": 16},
+        {"block_sizes": [1, 2048], "num_warps": 4},
+        {"range_num_stages": [0, 2]},
+    ]
+    return _unique(base, variants)
+
+
+def _stripe_candidates(width: int) -> list[helion.Config]:
+    # Block sizes: rows per group (one partial dw row each), stripe width, rows per step.
+    # 32 values per thread; groups sized so that M = 4096 gives several programs per SM.
+    base = {"block_sizes": [256, 1024, 8], "num_warps": 8}
+    variants = [
+        {},
+        {"block_sizes": [128, 1024, 8]},
+        {"block_sizes": [512, 1024, 8]},
+        {"block_sizes": [256, 2048, 4]},
+        {"block_sizes": [256, 512, 16]},
+        {"block_sizes": [256, 1024, 4], "num_warps": 4},
     ]
     return _unique(base, variants)
 

@@ -10,20 +10,24 @@ Backward, with ``xhat = x * rstd`` and ``g = dy * weight``::
     dx = rstd * (g - xhat * mean(g * xhat, axis=-1))
     dw = sum over rows of dy * xhat
 
-The forward reads ``x`` once and writes ``y`` once; the backward reads ``x``, ``dy`` and
-``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw`` row per program.
+The forward reads ``x`` once and writes ``y`` once; the one-pass backward reads ``x``, ``dy``
+and ``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw`` row per
+program.
 
-* Forward: each program normalizes blocks of whole rows held in registers.  Up to
-  ``_FWD_PERSISTENT_BLOCK_N`` there is one program per block of rows; wider rows fit at most
-  two programs per SM, so the grid becomes persistent and each program prefetches its next
-  row into shared memory (``num_stages=2``) while it normalizes the current one.
-* Backward: persistent.  As many programs as fit on the GPU at once stride over the rows,
-  prefetching the next row, writing ``dx`` and accumulating a partial ``dw`` in fp32
-  registers; one partial row per program lands in a ``(programs, N)`` buffer that a second
-  small kernel sums (and casts) over the programs.  Rows wider than ``_BWD_MAX_BLOCK_N``
-  cannot keep the ``dw`` accumulator in registers next to the row, so they take a chunked
-  kernel that makes two passes over a block of rows (the second one hits the cache) and
-  adds the block's ``dw`` into its partial row in global memory (L2) once per block.
+* Forward: each program normalizes blocks of whole rows held in registers, one program per
+  block of rows; rows from ``_FWD_PERSISTENT_BLOCK_N`` wide fit one program per SM, so the
+  grid becomes persistent and each program prefetches its next row into shared memory
+  (``num_stages=2``) while it normalizes the current one.
+* Backward, one pass: as many programs as fit on the GPU at once stride over the rows,
+  writing ``dx`` and accumulating a partial ``dw`` in fp32 registers; one partial row per
+  program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts).
+* Backward, rows wider than ``_BWD_MAX_BLOCK_N``: a row and a ``dw`` accumulator no longer
+  fit in one SM's registers.  The split backward first computes each row's
+  ``c = rstd * sum(dy * w * x) / N`` (reading ``x`` and ``dy``), then walks column stripes
+  over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers: it reads
+  ``x`` and ``dy`` twice, 5/3 of the one-pass traffic, but streams at full bandwidth.  The
+  chunked kernel (two passes over each block of rows, the second from L2, ``dw`` added into
+  a partial row in global memory) is the alternative the probe compares it with.
 
 How each kernel is launched (block sizes, warps, pipelining, grid) is a :class:`FwdPlan` or
 :class:`BwdPlan`; :func:`fwd_plan` and :func:`bwd_plan` choose them from the shape, as
@@ -42,14 +46,14 @@ import torch
 import triton
 import triton.language as tl
 
-_FWD_PERSISTENT_BLOCK_N = 16384
+_FWD_PERSISTENT_BLOCK_N = 32768
 """Padded row width from which the forward runs a persistent, prefetching grid."""
 
 _FWD_MAX_PREFETCH_BYTES = 128 * 1024
 """Shared memory the prefetching forward may use for its two row buffers (sm_90 has 227 KiB)."""
 
-_BWD_MAX_BLOCK_N = 8192
-"""Widest padded row the one-pass backward keeps in registers; wider rows are chunked."""
+_BWD_MAX_BLOCK_N = 16384
+"""Widest padded row the one-pass backward keeps in registers; wider rows take the split backward."""
 
 _INTERPRETER_PROGRAMS = 4
 """Persistent grid size under Triton's CPU interpreter."""
@@ -167,6 +171,62 @@ def _rms_norm_bwd_chunked_kernel(
 
 
 @triton.jit
+def _rms_norm_bwd_row_dot_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, c_ptr, M, N,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """First kernel of the split backward: ``c = rstd * sum(dy * w * x) / N`` for ``BLOCK_M`` rows."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_mask = rows < M
+    row_offsets = rows.to(tl.int64)[:, None] * N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        col_mask = cols < N
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+        acc += dy * w[None, :] * x
+    rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+    tl.store(c_ptr + rows, tl.sum(acc, axis=1) * rstd / N, mask=row_mask)
+
+
+@triton.jit
+def _rms_norm_bwd_stripe_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, c_ptr, dx_ptr, dw_partial_ptr, M, N, ROWS_PER_PROGRAM,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Second kernel of the split backward, over a ``BLOCK_N``-wide stripe of columns.
+
+    Program ``(i, j)`` takes columns ``[i * BLOCK_N, (i + 1) * BLOCK_N)`` of rows
+    ``[j * ROWS_PER_PROGRAM, (j + 1) * ROWS_PER_PROGRAM)`` and, with ``c`` from the first
+    kernel, writes ``dx = rstd * (dy * w - x * rstd * c)``; it keeps the stripe's
+    ``sum(dy * x * rstd)`` over its rows in registers and stores it in row ``j`` of ``dw_partial``.
+    """
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    first_row = tl.program_id(1) * ROWS_PER_PROGRAM
+    last_row = tl.minimum(first_row + ROWS_PER_PROGRAM, M)
+    for row_start in range(first_row, last_row, BLOCK_M):
+        rows = row_start + tl.arange(0, BLOCK_M)
+        row_mask = rows < last_row
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        c = tl.load(c_ptr + rows, mask=row_mask, other=0.0)
+        xhat = x * rstd[:, None]
+        dx = rstd[:, None] * (dy * w[None, :] - xhat * c[:, None])
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += tl.sum(dy * xhat, axis=0)
+    tl.store(dw_partial_ptr + tl.program_id(1).to(tl.int64) * N + cols, dw, mask=col_mask)
+
+
+@triton.jit
 def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
     """``out[j] = sum_i partial[i, j]`` over the ``P`` fp32 rows, cast to ``out``'s dtype."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -193,18 +253,31 @@ class FwdPlan:
 class BwdPlan:
     """A backward launch.
 
-    ``chunked`` picks the two-pass kernel, which walks rows in ``block_n``-wide chunks; the
-    one-pass kernel holds whole rows (``block_n`` is then the padded row width).  The grid is
-    persistent (as many programs as are resident) unless ``rows_per_program`` fixes it at
+    ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers),
+    ``"chunked"`` (two passes over each block of rows in ``block_n``-wide chunks) or
+    ``"split"`` (a row-sum kernel, then ``block_n``-wide column stripes over groups of
+    ``rows_per_program`` rows).  The one-pass and chunked grids are persistent (as many
+    programs as are resident) unless ``rows_per_program`` fixes them at
     ``cdiv(M, rows_per_program)`` programs.
     """
 
+    kernel: str
     block_m: int
     block_n: int
     num_warps: int
-    num_stages: int
-    chunked: bool = False
+    num_stages: int = 1
     rows_per_program: int | None = None
+
+
+_BWD_ONE_PASS_TILES = {4096: (1, 4), 8192: (2, 16), 16384: (1, 16)}
+"""``(BLOCK_M, num_warps)`` of the one-pass backward by padded width, the fastest in the H200
+probe (``results/h200/rms_norm/NOTES.md``): 32 values of a row per thread, no pipelining."""
+
+_SPLIT_STRIPE = BwdPlan("split", block_m=8, block_n=1024, num_warps=8, rows_per_program=256)
+"""The split backward for rows wider than ``_BWD_MAX_BLOCK_N``."""
+
+_ROW_DOT_BLOCK_N = 4096
+"""Columns per step of the split backward's row-sum kernel (8 warps, 16 values per thread)."""
 
 
 def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int]:
@@ -215,24 +288,31 @@ def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int
 
 
 def fwd_plan(m: int, n: int, element_size: int) -> FwdPlan:
-    """The forward launch for an ``(m, n)`` input of ``element_size``-byte values."""
+    """The forward launch for an ``(m, n)`` input of ``element_size``-byte values.
+
+    Narrow rows are grouped into tiles of 4096 values; rows from 4096 wide get one program
+    each with 8 warps; rows from ``_FWD_PERSISTENT_BLOCK_N`` wide, a persistent grid of 16-warp
+    programs that prefetch their next row.
+    """
     block_n = triton.next_power_of_2(n)
-    block_m, num_warps = _tile(block_n, values_per_thread=32, min_tile=4096)
-    if block_n < _FWD_PERSISTENT_BLOCK_N:
-        return FwdPlan(block_m, num_warps)
-    tile_bytes = block_m * block_n * element_size
-    stages = 2 if 2 * tile_bytes <= _FWD_MAX_PREFETCH_BYTES else 1
-    return FwdPlan(block_m, num_warps, num_stages=stages, persistent=True)
+    if block_n >= _FWD_PERSISTENT_BLOCK_N:
+        stages = 2 if 2 * block_n * element_size <= _FWD_MAX_PREFETCH_BYTES else 1
+        return FwdPlan(1, 16, num_stages=stages, persistent=True)
+    if block_n >= 4096:
+        return FwdPlan(1, 8)
+    return FwdPlan(*_tile(block_n, values_per_thread=32, min_tile=4096))
 
 
 def bwd_plan(m: int, n: int) -> BwdPlan:
-    """The backward launch for an ``(m, n)`` input."""
+    """The backward launch for an ``(m, n)`` input (persistent one-pass up to ``_BWD_MAX_BLOCK_N``)."""
     block_n = triton.next_power_of_2(n)
-    if block_n <= _BWD_MAX_BLOCK_N:
-        block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
-        return BwdPlan(block_m, block_n, num_warps, num_stages=2)
-    _, num_warps = _tile(_BWD_MAX_BLOCK_N, values_per_thread=8, min_tile=2048)
-    return BwdPlan(1, _BWD_MAX_BLOCK_N, num_warps, num_stages=2, chunked=True)
+    if block_n > _BWD_MAX_BLOCK_N:
+        return _SPLIT_STRIPE
+    if block_n in _BWD_ONE_PASS_TILES:
+        block_m, num_warps = _BWD_ONE_PASS_TILES[block_n]
+        return BwdPlan("one_pass", block_m, block_n, num_warps)
+    block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
+    return BwdPlan("one_pass", block_m, block_n, num_warps, num_stages=2)
 
 
 def _specialization(arg: object) -> object:
@@ -287,31 +367,69 @@ def launch_fwd(
     return y, rstd
 
 
-def launch_bwd(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
+def _sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight``."""
+    programs, n = dw_partial.shape
+    dw = torch.empty_like(weight)
+    block_n = 64
+    _sum_rows_kernel[(triton.cdiv(n, block_n),)](
+        dw_partial, dw, programs, n, BLOCK_P=32, BLOCK_N=block_n, num_warps=4
+    )
+    return dw
+
+
+def _launch_split_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    dx: torch.Tensor, plan: BwdPlan,
+) -> torch.Tensor:
+    """Run the split backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    dx = torch.empty_like(x)
-    kernel = _rms_norm_bwd_chunked_kernel if plan.chunked else _rms_norm_bwd_kernel
+    c = torch.empty(m, dtype=torch.float32, device=x.device)
+    row_dot_block_n = min(_ROW_DOT_BLOCK_N, triton.next_power_of_2(n))
+    _rms_norm_bwd_row_dot_kernel[(m,)](
+        grad_out, x, weight, rstd, c, m, n, BLOCK_M=1, BLOCK_N=row_dot_block_n, num_warps=8
+    )
+    rows_per_program = plan.rows_per_program or m
+    groups = triton.cdiv(m, rows_per_program)
+    dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
+    _rms_norm_bwd_stripe_kernel[(triton.cdiv(n, plan.block_n), groups)](
+        grad_out, x, weight, rstd, c, dx, dw_partial, m, n, rows_per_program,
+        BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
+    )
+    return dw_partial
+
+
+def _launch_row_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    dx: torch.Tensor, plan: BwdPlan,
+) -> torch.Tensor:
+    """Run the one-pass or chunked backward into ``dx``; returns the partial ``dw`` rows."""
+    m, n = x.shape
+    kernel = _rms_norm_bwd_chunked_kernel if plan.kernel == "chunked" else _rms_norm_bwd_kernel
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
                 num_warps=plan.num_warps)
-    row_blocks = triton.cdiv(m, plan.block_m)
     if plan.rows_per_program is not None:
         programs = triton.cdiv(m, plan.rows_per_program)
     else:
         # The partial-dw buffer is sized from the grid; ``rstd`` (fp32 too) stands in for it
         # while the grid is worked out, which compiles the kernel but does not run it.
         probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
-        programs = _persistent_grid(kernel, probe_args, meta, x.device, row_blocks)
+        programs = _persistent_grid(kernel, probe_args, meta, x.device, triton.cdiv(m, plan.block_m))
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
     kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
-    dw = torch.empty_like(weight)
-    sum_block_n = 64
-    _sum_rows_kernel[(triton.cdiv(n, sum_block_n),)](
-        dw_partial, dw, programs, n, BLOCK_P=32, BLOCK_N=sum_block_n, num_warps=4
-    )
-    return dx, dw
+    return dw_partial
+
+
+def launch_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
+    if plan.kernel not in ("one_pass", "chunked", "split"):
+        raise ValueError(f"unknown backward kernel {plan.kernel!r} (valid: one_pass, chunked, split)")
+    dx = torch.empty_like(x)
+    launch = _launch_split_bwd if plan.kernel == "split" else _launch_row_bwd
+    dw_partial = launch(grad_out, x, weight, rstd, dx, plan)
+    return dx, _sum_partial_rows(dw_partial, weight)
 
 
 @torch.library.custom_op("opbench::rms_norm_fwd", mutates_args=())

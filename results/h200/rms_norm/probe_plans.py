@@ -52,11 +52,14 @@ def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
             if not 4 <= values_per_thread(block_m, block_n, warps) <= 32:
                 continue
             for stages, rows in ((2, None), (1, None), (2, 16)):
-                yield impl.BwdPlan(block_m, block_n, warps, stages, rows_per_program=rows)
-    if block_n >= 8192:
-        for block_m, chunk, warps in itertools.product((1, 2, 4), (2048, 4096), (8, 16)):
-            if 4 <= values_per_thread(block_m, chunk, warps) <= 32:
-                yield impl.BwdPlan(block_m, chunk, warps, 2, chunked=True)
+                yield impl.BwdPlan("one_pass", block_m, block_n, warps, stages, rows_per_program=rows)
+    if block_n >= 16384:
+        for block_m, chunk, warps in ((4, 4096, 16), (2, 4096, 8), (4, 2048, 8)):
+            yield impl.BwdPlan("chunked", block_m, chunk, warps, 2)
+        for (block_m, stripe, warps), rows in itertools.product(
+            ((8, 1024, 8), (4, 1024, 4), (4, 2048, 8), (16, 512, 8), (8, 512, 4)), (128, 256, 512)
+        ):
+            yield impl.BwdPlan("split", block_m, stripe, warps, rows_per_program=rows)
 
 
 def copy_ms(timer: CudaTimer, nbytes: int) -> float:
