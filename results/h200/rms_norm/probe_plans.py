@@ -7,7 +7,7 @@ or chunked backward), checks each result against a float32 reference, and times
 the copy at its own size as well as against large-copy bandwidth.  Writes one JSON record per
 timing and prints the best plans::
 
-    python results/h200/rms_norm/probe_plans.py --out probe.json --budget-s 200
+    python results/h200/rms_norm/probe_plans.py --out probe.json --budget-s 200 [--shape M,N] [--mode bwd]
 """
 
 from __future__ import annotations
@@ -72,15 +72,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--budget-s", type=float, default=200.0)
+    parser.add_argument("--shape", action="append", help="M,N to probe (default: the sweep's, M*N >= 2^24)")
+    parser.add_argument("--mode", action="append", choices=("fwd", "bwd"), help="default: both")
     args = parser.parse_args()
     prepare_backends("cuda")
     timer = CudaTimer(warmup_ms=5, rep_ms=25)
     copy_gbps = measure_copy_gbps("cuda", timer)
     deadline = time.monotonic() + args.budget_s
     records = []
-    for (m, n), mode in itertools.product(CUDA_SHAPES, ("fwd", "bwd")):
-        if m * n < 2**24:
-            continue
+    shapes = ([tuple(map(int, shape.split(","))) for shape in args.shape] if args.shape
+              else [shape for shape in CUDA_SHAPES if shape[0] * shape[1] >= 2**24])
+    for (m, n), mode in itertools.product(shapes, args.mode or ("fwd", "bwd")):
         x = torch.randn(m, n, device="cuda", dtype=DTYPE)
         weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
         dy = torch.randn_like(x)
