@@ -68,10 +68,6 @@ PLANS = {
                    triton_impl.BwdPlan("one_pass", 2, 256, 4, num_stages=2)),
     "fixed_rows": (triton_impl.FwdPlan(4, 4),
                    triton_impl.BwdPlan("one_pass", 1, 256, 4, rows_per_program=5)),
-    "chunked_blocks": (triton_impl.FwdPlan(1, 4),
-                       triton_impl.BwdPlan("chunked", 4, 64, 4, num_stages=2)),
-    "chunked_fixed_rows": (triton_impl.FwdPlan(1, 4),
-                           triton_impl.BwdPlan("chunked", 2, 128, 4, rows_per_program=6)),
     "split": (triton_impl.FwdPlan(1, 4),
               triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=10)),
 }
@@ -90,7 +86,7 @@ def test_triton_launch_plans_match_reference(plan):
 
 def test_unknown_backward_kernel_is_refused():
     x = torch.randn(4, 8)
-    with pytest.raises(ValueError, match="valid: one_pass, chunked, split"):
+    with pytest.raises(ValueError, match="valid: one_pass, split"):
         triton_impl.launch_bwd(x, x, torch.randn(8), torch.ones(4), triton_impl.BwdPlan("fused", 1, 8, 4))
 
 

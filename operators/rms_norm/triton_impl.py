@@ -25,9 +25,9 @@ program.
   fit in one SM's registers.  The split backward first computes each row's
   ``c = rstd * sum(dy * w * x) / N`` (reading ``x`` and ``dy``), then walks column stripes
   over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers: it reads
-  ``x`` and ``dy`` twice, 5/3 of the one-pass traffic, but streams at full bandwidth.  The
-  chunked kernel (two passes over each block of rows, the second from L2, ``dw`` added into
-  a partial row in global memory) is the alternative the probe compares it with.
+  ``x`` and ``dy`` twice, 5/3 of the one-pass traffic, but streams: on the H200 it beat a
+  two-pass kernel that re-read each block of rows from L2 and kept ``dw`` in global memory
+  (57% against 45% of copy bandwidth at 4096 x 32768).
 
 How each kernel is launched (block sizes, warps, pipelining, grid) is a :class:`FwdPlan` or
 :class:`BwdPlan`; :func:`fwd_plan` and :func:`bwd_plan` choose them from the shape, as
@@ -124,53 +124,6 @@ def _rms_norm_bwd_kernel(
 
 
 @triton.jit
-def _rms_norm_bwd_chunked_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-):
-    """Run the backward for rows too wide for registers, in ``BLOCK_N``-wide column chunks.
-
-    Program ``pid`` handles row blocks ``pid, pid + programs, ...`` of ``BLOCK_M`` rows.  For
-    each block it first sums ``dy * w * x`` per row over the chunks, then revisits them to
-    write ``dx = rstd * (g - xhat * rstd * sum(dy * w * x) / N)`` and add the block's
-    ``sum(dy * xhat)`` into row ``pid`` of ``dw_partial`` (read back after its first block).
-    """
-    pid = tl.program_id(0)
-    step = tl.num_programs(0) * BLOCK_M
-    dw_row_ptr = dw_partial_ptr + pid.to(tl.int64) * N
-
-    for row_start in range(pid * BLOCK_M, M, step):
-        rows = row_start + tl.arange(0, BLOCK_M)
-        row_mask = rows < M
-        row_offsets = rows.to(tl.int64)[:, None] * N
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
-            cols = start + tl.arange(0, BLOCK_N)
-            col_mask = cols < N
-            mask = row_mask[:, None] & col_mask[None, :]
-            x = tl.load(x_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-            acc += dy * w[None, :] * x
-        c = tl.sum(acc, axis=1) * rstd / N
-
-        for start in tl.range(0, N, BLOCK_N, num_stages=NUM_STAGES):
-            cols = start + tl.arange(0, BLOCK_N)
-            col_mask = cols < N
-            mask = row_mask[:, None] & col_mask[None, :]
-            x = tl.load(x_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptr + row_offsets + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-            xhat = x * rstd[:, None]
-            dx = rstd[:, None] * (dy * w[None, :] - xhat * c[:, None])
-            tl.store(dx_ptr + row_offsets + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-            dw = tl.load(dw_row_ptr + cols, mask=col_mask & (row_start >= step), other=0.0)
-            tl.store(dw_row_ptr + cols, dw + tl.sum(dy * xhat, axis=0), mask=col_mask)
-
-
-@triton.jit
 def _rms_norm_bwd_row_dot_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, c_ptr, M, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -253,12 +206,10 @@ class FwdPlan:
 class BwdPlan:
     """A backward launch.
 
-    ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers),
-    ``"chunked"`` (two passes over each block of rows in ``block_n``-wide chunks) or
+    ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers) or
     ``"split"`` (a row-sum kernel, then ``block_n``-wide column stripes over groups of
-    ``rows_per_program`` rows).  The one-pass and chunked grids are persistent (as many
-    programs as are resident) unless ``rows_per_program`` fixes them at
-    ``cdiv(M, rows_per_program)`` programs.
+    ``rows_per_program`` rows).  The one-pass grid is persistent (as many programs as are
+    resident) unless ``rows_per_program`` fixes it at ``cdiv(M, rows_per_program)`` programs.
     """
 
     kernel: str
@@ -273,8 +224,8 @@ _BWD_ONE_PASS_TILES = {4096: (1, 4), 8192: (2, 16), 16384: (1, 16)}
 """``(BLOCK_M, num_warps)`` of the one-pass backward by padded width, the fastest in the H200
 probe (``results/h200/rms_norm/NOTES.md``): 32 values of a row per thread, no pipelining."""
 
-_SPLIT_STRIPE = BwdPlan("split", block_m=8, block_n=1024, num_warps=8, rows_per_program=256)
-"""The split backward for rows wider than ``_BWD_MAX_BLOCK_N``."""
+_SPLIT_STRIPE = BwdPlan("split", block_m=4, block_n=1024, num_warps=4, rows_per_program=256)
+"""The split backward for rows wider than ``_BWD_MAX_BLOCK_N``, the fastest in the H200 probe."""
 
 _ROW_DOT_BLOCK_N = 4096
 """Columns per step of the split backward's row-sum kernel (8 warps, 16 values per thread)."""
@@ -399,13 +350,13 @@ def _launch_split_bwd(
     return dw_partial
 
 
-def _launch_row_bwd(
+def _launch_one_pass_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
     dx: torch.Tensor, plan: BwdPlan,
 ) -> torch.Tensor:
-    """Run the one-pass or chunked backward into ``dx``; returns the partial ``dw`` rows."""
+    """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    kernel = _rms_norm_bwd_chunked_kernel if plan.kernel == "chunked" else _rms_norm_bwd_kernel
+    kernel = _rms_norm_bwd_kernel
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
                 num_warps=plan.num_warps)
     if plan.rows_per_program is not None:
@@ -424,10 +375,11 @@ def launch_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
-    if plan.kernel not in ("one_pass", "chunked", "split"):
-        raise ValueError(f"unknown backward kernel {plan.kernel!r} (valid: one_pass, chunked, split)")
+    launchers = {"one_pass": _launch_one_pass_bwd, "split": _launch_split_bwd}
+    if plan.kernel not in launchers:
+        raise ValueError(f"unknown backward kernel {plan.kernel!r} (valid: {', '.join(launchers)})")
     dx = torch.empty_like(x)
-    launch = _launch_split_bwd if plan.kernel == "split" else _launch_row_bwd
+    launch = launchers[plan.kernel]
     dw_partial = launch(grad_out, x, weight, rstd, dx, plan)
     return dx, _sum_partial_rows(dw_partial, weight)
 

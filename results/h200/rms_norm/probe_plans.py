@@ -2,7 +2,7 @@
 
 For each shape of the rms_norm CUDA sweep this times every candidate :class:`FwdPlan` and
 :class:`BwdPlan` (block rows, warps, pipelining stages, persistent or fixed grids, one-pass
-or chunked backward), checks each result against a float32 reference, and times
+or split backward), checks each result against a float32 reference, and times
 ``dst.copy_(src)`` over the bytes the operator's model counts, so each plan is read against
 the copy at its own size as well as against large-copy bandwidth.  Writes one JSON record per
 timing and prints the best plans::
@@ -54,8 +54,6 @@ def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
             for stages, rows in ((2, None), (1, None), (2, 16)):
                 yield impl.BwdPlan("one_pass", block_m, block_n, warps, stages, rows_per_program=rows)
     if block_n >= 16384:
-        for block_m, chunk, warps in ((4, 4096, 16), (2, 4096, 8), (4, 2048, 8)):
-            yield impl.BwdPlan("chunked", block_m, chunk, warps, 2)
         for (block_m, stripe, warps), rows in itertools.product(
             ((8, 1024, 8), (4, 1024, 4), (4, 2048, 8), (16, 512, 8), (8, 512, 4)), (128, 256, 512)
         ):
