@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   python run.py --op exp --plugin my_kernels.py --only eager,my_exp --isolate --timeout 120
   python run.py --op exp --repeats 7 --output-json current.json
   python run.py compare baseline.json current.json --markdown summary.md
+  python run.py show results.json --mode bwd   (print a result file's tables)
   python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
 """
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
@@ -106,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harness.compare import compare_main
 
             return compare_main(argv[1:])
+        if argv[:1] == ["show"]:
+            from harness.show import show_main
+
+            return show_main(argv[1:])
         from harness.run_command import run_command
 
         return run_command(build_parser(), argv)

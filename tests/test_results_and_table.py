@@ -10,6 +10,7 @@ import pytest
 
 from harness.results import Record, ResultFileError, read_json, write_json
 from harness.table import AVERAGE_NOTE, TableData, render
+from tests.helpers import run_cli
 
 
 def _records() -> list[Record]:
@@ -68,3 +69,23 @@ def test_reader_rejects_truncated_and_foreign_files(tmp_path: Path) -> None:
     foreign.write_text('{"hello": 1}')
     with pytest.raises(ResultFileError, match="schema"):
         read_json(foreign)
+
+
+def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
+    path = tmp_path / "run.json"
+    run = run_cli("--op", "exp", "--mode", "fwd,bwd", "--shape", "1000", "--only", "eager,triton",
+                  "--metrics", "accuracy,latency", "--output-json", str(path))
+    assert run.returncode == 0, run.stderr
+    shown = run_cli("show", str(path), "--mode", "bwd")
+    assert shown.returncode == 0, shown.stderr
+    assert "exp bwd float32" in shown.stdout and "exp fwd" not in shown.stdout
+    assert "eager-latency" in shown.stdout and "triton-accuracy" in shown.stdout
+    assert shown.stdout.splitlines()[3].split()[0] == "1000"
+
+
+def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"header": {')
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 2
+    assert len(shown.stderr.strip().splitlines()) == 1 and "broken.json" in shown.stderr
