@@ -130,7 +130,10 @@ def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temp file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide results from other users
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -89,3 +89,9 @@ def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
     shown = run_cli("show", str(path))
     assert shown.returncode == 2
     assert len(shown.stderr.strip().splitlines()) == 1 and "broken.json" in shown.stderr
+
+
+def test_result_files_get_the_usual_permissions(tmp_path):
+    path = tmp_path / "out.json"
+    write_json(path, {"device": "cpu"}, [])
+    assert path.stat().st_mode & 0o644 == 0o644
