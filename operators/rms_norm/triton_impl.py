@@ -356,7 +356,6 @@ def _launch_one_pass_bwd(
 ) -> torch.Tensor:
     """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    kernel = _rms_norm_bwd_kernel
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
                 num_warps=plan.num_warps)
     if plan.rows_per_program is not None:
@@ -365,9 +364,10 @@ def _launch_one_pass_bwd(
         # The partial-dw buffer is sized from the grid; ``rstd`` (fp32 too) stands in for it
         # while the grid is worked out, which compiles the kernel but does not run it.
         probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
-        programs = _persistent_grid(kernel, probe_args, meta, x.device, triton.cdiv(m, plan.block_m))
+        programs = _persistent_grid(_rms_norm_bwd_kernel, probe_args, meta, x.device,
+                                    triton.cdiv(m, plan.block_m))
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
-    kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
+    _rms_norm_bwd_kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
     return dw_partial
 
 
