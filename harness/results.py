@@ -8,6 +8,7 @@ cannot run on this device/dtype has ``status: "skipped"`` and the reason in ``er
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
@@ -126,14 +127,23 @@ def _nvidia_driver() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
 
 
+def _read_umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _read_umask()
+"""The process's file-creation mask, read once at import (reading it means setting it)."""
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temp file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    umask = os.umask(0)
-    os.umask(umask)
     try:
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would hide results from other users
+        with contextlib.suppress(OSError):  # some filesystems keep their own modes
+            os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide results from other users
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

@@ -31,6 +31,8 @@ def show_main(argv: list[str]) -> int:
         label = load_operator(op).x_val_label if op in OPERATORS else "x_val"
         print(render(group, label))
         print()
+    copy_gbps = header.get("copy_gbps")
+    copy_text = "-" if copy_gbps is None else f"{copy_gbps:.1f} GB/s"
     print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
-          f"copy bandwidth: {header.get('copy_gbps', float('nan')):.1f} GB/s")
+          f"copy bandwidth: {copy_text}")
     return 0

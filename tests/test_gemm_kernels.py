@@ -163,6 +163,19 @@ def test_output_buffer_has_the_logical_shape_and_an_aligned_pitch():
     assert alignment.output_buffer(5, 4096, torch.float16, "cpu").is_contiguous()
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("n", [45, 48])
+def test_outputs_can_be_modified_in_place_under_autograd(impl: str, n: int):
+    # A padded-pitch output must be a tensor of its own: autograd refuses in-place ops on
+    # views returned by a custom Function.
+    a, b = _randn(37, 29), _randn(29, n)
+    out = IMPLS[impl].matmul(a, b)
+    assert out._base is None
+    out.mul_(2.0)
+    out.sum().backward()
+    _assert_close(a.grad, 2.0 * torch.ones(37, n, dtype=torch.float64) @ b.detach().double().T)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("bias_dims", [0, 1, 2])
 def test_triton_pads_unaligned_operands_onto_the_tma_path(monkeypatch, dtype: torch.dtype,

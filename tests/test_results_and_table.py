@@ -91,7 +91,9 @@ def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
     assert len(shown.stderr.strip().splitlines()) == 1 and "broken.json" in shown.stderr
 
 
-def test_result_files_get_the_usual_permissions(tmp_path):
+def test_result_files_get_the_modes_of_ordinary_files(tmp_path):
+    import harness.results
+
     path = tmp_path / "out.json"
     write_json(path, {"device": "cpu"}, [])
-    assert path.stat().st_mode & 0o644 == 0o644
+    assert path.stat().st_mode & 0o777 == 0o666 & ~harness.results._UMASK

@@ -58,6 +58,7 @@ def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
     monkeypatch.setattr(triton_impl, "_BWD_MAX_BLOCK_N", 64)
     split = triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=4)
     monkeypatch.setattr(triton_impl, "_SPLIT_STRIPE", split)
+    monkeypatch.setattr(triton_impl, "_ROW_DOT_BLOCK_N", 64)  # the row sums loop over 4 chunks
     assert triton_impl.bwd_plan(9, 200).kernel == "split"
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 9, 200, dtype)
     assert_matches_reference(outputs, expected, dtype)

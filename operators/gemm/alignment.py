@@ -4,19 +4,21 @@ A TMA descriptor needs a 16-byte aligned base address and row pitch.  A bf16 (40
 matrix has rows of 8194 bytes, so the kernels would fall back to pointer loads (on the H200:
 ~109 TFLOP/s against ~750 for aligned shapes).  Instead:
 
-* **Operands** (:func:`aligned_operand`) are copied, only when misaligned, into a buffer whose
-  rows are padded to a multiple of 16 bytes; the caller gets the ``[:, :cols]`` view of it, with
-  the original shape and values and an aligned pitch.  The padding is never read: descriptors
+* **Operands** (:func:`aligned_operand`) are copied, only when misaligned, into a tensor whose
+  rows are padded to a multiple of 16 bytes (``torch.empty_strided``), with the original shape
+  and values and an aligned pitch.  The padding is never read: descriptors
   (Triton's host-side ones and Helion's ``tensor_descriptor`` indexing) carry the logical shape
   with the padded stride, and TMA zero-fills boxes that cross the logical edge, so the buffer is
   left uninitialized.  A column-major operand (a transposed view, as in the backward) is padded
   along its contiguous dimension, i.e. its row-major transpose is.
-* **Outputs** (:func:`output_buffer`) are allocated with an aligned pitch from the start and
-  returned as the ``[:, :N]`` view: a TMA store clips at the logical edge, so this costs no copy
-  and the result has the right shape, dtype and values (it is merely not contiguous when N is
-  unaligned).  The layout is a pure function of (M, N, dtype), so fake (meta) kernels can
-  reproduce it for torch.compile.  Autograd accepts such outputs; when a gradient of a leaf
-  comes back in this layout, ``AccumulateGrad`` makes the contiguous copy it would make anyway.
+* **Outputs** (:func:`output_buffer`) are allocated with an aligned pitch from the start: a TMA
+  store clips at the logical edge, so this costs no copy and the result has the right shape,
+  dtype and values.  It is a tensor of its own, not a view, so autograd lets callers modify
+  it in place; it is merely not contiguous when N is unaligned (``.view(-1)`` then fails, as
+  for any strided tensor; ``.reshape`` copies).  The layout is a pure function of
+  (M, N, dtype), so fake (meta) kernels can reproduce it for torch.compile.  When a gradient
+  of a leaf comes back in this layout, ``AccumulateGrad`` makes the contiguous copy it would
+  make anyway.
 
 Cost: one read and one write of each misaligned operand, e.g. 2 x 33.6 MB for a bf16
 (4097, 4097) matrix, ~16 us at the H200's ~4.2 TB/s copy rate, against ~1 ms for the matmul
@@ -58,18 +60,13 @@ def aligned_operand(t: torch.Tensor, transposed: bool) -> torch.Tensor:
     if is_tma_aligned(t, transposed):
         return t
     rows = _row_major(t, transposed)
-    view = _padded_view(rows.shape[0], rows.shape[1], rows.dtype, rows.device)
-    view.copy_(rows)
-    return _row_major(view, transposed)
+    padded = output_buffer(rows.shape[0], rows.shape[1], rows.dtype, rows.device)
+    padded.copy_(rows)
+    return _row_major(padded, transposed)
 
 
 def output_buffer(rows: int, cols: int, dtype: torch.dtype,
                   device: torch.device | str) -> torch.Tensor:
     """An uninitialized row-major (rows, cols) tensor whose row pitch is 16-byte aligned."""
-    return _padded_view(rows, cols, dtype, device)
-
-
-def _padded_view(rows: int, cols: int, dtype: torch.dtype,
-                 device: torch.device | str) -> torch.Tensor:
-    buffer = torch.empty((rows, padded_pitch(cols, dtype.itemsize)), dtype=dtype, device=device)
-    return buffer[:, :cols]
+    pitch = padded_pitch(cols, dtype.itemsize)
+    return torch.empty_strided((rows, cols), (pitch, 1), dtype=dtype, device=device)

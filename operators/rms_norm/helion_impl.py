@@ -293,8 +293,9 @@ def _bwd_candidates(width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
-def _row_dot_candidates(width: int) -> list[helion.Config]:
-    # One row per program in column tiles of 16 values per thread, like a plain reduction.
+def _row_dot_candidates(_width: int) -> list[helion.Config]:
+    # Any width (the split backward serves rows wider than 16384): one row per program in
+    # column tiles of 16 values per thread, like a plain reduction.
     base = {"block_sizes": [1, 4096], "num_warps": 8}
     variants = [
         {},
@@ -306,8 +307,8 @@ def _row_dot_candidates(width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
-def _stripe_candidates(width: int) -> list[helion.Config]:
-    # Block sizes: rows per group (one partial dw row each), stripe width, rows per step.
+def _stripe_candidates(_width: int) -> list[helion.Config]:
+    # Any width. Block sizes: rows per group (one partial dw row each), stripe width, rows per step.
     # 32 values per thread; groups sized so that M = 4096 gives several programs per SM.
     base = {"block_sizes": [256, 1024, 8], "num_warps": 8}
     variants = [

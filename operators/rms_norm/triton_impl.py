@@ -120,7 +120,7 @@ def _rms_norm_bwd_kernel(
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
         dw += tl.sum(dy * xhat, axis=0)
 
-    tl.store(dw_partial_ptr + pid * N + cols, dw, mask=col_mask)
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
 
 
 @triton.jit
@@ -188,7 +188,7 @@ def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N:
     for start in range(0, P, BLOCK_P):
         rows = start + tl.arange(0, BLOCK_P)
         mask = (rows < P)[:, None] & col_mask[None, :]
-        acc += tl.load(partial_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
+        acc += tl.load(partial_ptr + rows.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0)
     tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -242,13 +242,13 @@ def fwd_plan(m: int, n: int, element_size: int) -> FwdPlan:
     """The forward launch for an ``(m, n)`` input of ``element_size``-byte values.
 
     Narrow rows are grouped into tiles of 4096 values; rows from 4096 wide get one program
-    each with 8 warps; rows from ``_FWD_PERSISTENT_BLOCK_N`` wide, a persistent grid of 16-warp
-    programs that prefetch their next row.
+    each with 8 warps; rows from ``_FWD_PERSISTENT_BLOCK_N`` wide, a persistent grid of programs
+    with 64 row values per thread (16 warps at 32768) that prefetch their next row.
     """
     block_n = triton.next_power_of_2(n)
     if block_n >= _FWD_PERSISTENT_BLOCK_N:
         stages = 2 if 2 * block_n * element_size <= _FWD_MAX_PREFETCH_BYTES else 1
-        return FwdPlan(1, 16, num_stages=stages, persistent=True)
+        return FwdPlan(1, min(32, block_n // 2048), num_stages=stages, persistent=True)
     if block_n >= 4096:
         return FwdPlan(1, 8)
     return FwdPlan(*_tile(block_n, values_per_thread=32, min_tile=4096))
