@@ -170,9 +170,7 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
             raise UsageError(f"--input-id {args.input_id} is past {name}'s last shape")
         plans.append((op, shapes, *_backends(op_class, args)))
 
-    # Without graph replay: a captured copy_ becomes a memcpy node that runs on the copy engines
-    # (about 2.8 TB/s on the H200, against 4.26 TB/s for the copy kernel the backends compete with).
-    copy_gbps = measure_copy_gbps(device, make_timer(device, warmup, rep, cudagraph=False))
+    copy_gbps = measure_copy_gbps(device, warmup, rep)
     ceilings = DeviceCeilings(
         copy_gbps=copy_gbps, peak_gbps=declared_peak_gbps(device, copy_gbps),
         peak_tflops=declared_peak_tflops(device, DTYPE_NAMES[precision]),

@@ -371,15 +371,18 @@ def _launch_one_pass_bwd(
     return dw_partial
 
 
+_BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "split": _launch_split_bwd}
+"""The host launcher of each ``BwdPlan.kernel``."""
+
+
 def launch_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
-    launchers = {"one_pass": _launch_one_pass_bwd, "split": _launch_split_bwd}
-    if plan.kernel not in launchers:
-        raise ValueError(f"unknown backward kernel {plan.kernel!r} (valid: {', '.join(launchers)})")
+    if plan.kernel not in _BWD_LAUNCHERS:
+        raise ValueError(f"unknown backward kernel {plan.kernel!r} (valid: {', '.join(_BWD_LAUNCHERS)})")
     dx = torch.empty_like(x)
-    launch = launchers[plan.kernel]
+    launch = _BWD_LAUNCHERS[plan.kernel]
     dw_partial = launch(grad_out, x, weight, rstd, dx, plan)
     return dx, _sum_partial_rows(dw_partial, weight)
 

@@ -75,7 +75,7 @@ def main() -> None:
     args = parser.parse_args()
     prepare_backends("cuda")
     timer = CudaTimer(warmup_ms=5, rep_ms=25)
-    copy_gbps = measure_copy_gbps("cuda", timer)
+    copy_gbps = measure_copy_gbps("cuda", timer.warmup_ms, timer.rep_ms)
     deadline = time.monotonic() + args.budget_s
     records = []
     shapes = ([tuple(map(int, shape.split(","))) for shape in args.shape] if args.shape
