@@ -85,6 +85,16 @@ def test_triton_launch_plans_match_reference(plan):
     assert_matches_reference((y, dx, dw), expected, torch.float32)
 
 
+@pytest.mark.parametrize("rows, tile", [(37, None), (37, (8, 16)), (600, None)])
+def test_partial_dw_rows_sum_to_weight_dtype(rows, tile):
+    # (8, 16) loops over the rows in 5 steps and masks the last of 13 column blocks.
+    partial = torch.randn(rows, 200)
+    weight = torch.randn(200, dtype=torch.float16)
+    dw = triton_impl.sum_partial_rows(partial, weight, tile)
+    assert dw.dtype == torch.float16
+    torch.testing.assert_close(dw.double(), partial.double().sum(0).half().double(), rtol=1e-3, atol=1e-3)
+
+
 def test_unknown_backward_kernel_is_refused():
     x = torch.randn(4, 8)
     with pytest.raises(ValueError, match="valid: one_pass, split"):

@@ -227,6 +227,9 @@ probe (``results/h200/rms_norm/NOTES.md``): 32 values of a row per thread, no pi
 _SPLIT_STRIPE = BwdPlan("split", block_m=4, block_n=1024, num_warps=4, rows_per_program=256)
 """The split backward for rows wider than ``_BWD_MAX_BLOCK_N``, the fastest in the H200 probe."""
 
+_SUM_ROWS_TILE = 4096
+"""Values each program of the partial-``dw`` sum loads at once."""
+
 _ROW_DOT_BLOCK_N = 4096
 """Columns per step of the split backward's row-sum kernel (8 warps, 16 values per thread)."""
 
@@ -318,13 +321,26 @@ def launch_fwd(
     return y, rstd
 
 
-def _sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight``."""
+def sum_rows_tile(rows: int) -> tuple[int, int]:
+    """``(BLOCK_P, BLOCK_N)`` of the partial-``dw`` sum over ``rows`` partial rows.
+
+    A program loads ``_SUM_ROWS_TILE`` values (32 per thread over 4 warps), as many of the
+    rows as fit at once, so the sum waits on one memory round trip rather than one per step
+    of rows; columns stay at least 8 wide (one 32-byte sector of fp32).
+    """
+    block_n = max(8, min(256, _SUM_ROWS_TILE // triton.next_power_of_2(rows)))
+    return min(triton.next_power_of_2(rows), _SUM_ROWS_TILE // block_n), block_n
+
+
+def sum_partial_rows(
+    dw_partial: torch.Tensor, weight: torch.Tensor, tile: tuple[int, int] | None = None
+) -> torch.Tensor:
+    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight`` (``tile`` as :func:`sum_rows_tile`)."""
     programs, n = dw_partial.shape
     dw = torch.empty_like(weight)
-    block_n = 64
+    block_p, block_n = tile or sum_rows_tile(programs)
     _sum_rows_kernel[(triton.cdiv(n, block_n),)](
-        dw_partial, dw, programs, n, BLOCK_P=32, BLOCK_N=block_n, num_warps=4
+        dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4
     )
     return dw
 
@@ -375,16 +391,23 @@ _BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "split": _launch_split_bwd}
 """The host launcher of each ``BwdPlan.kernel``."""
 
 
-def launch_bwd(
+def launch_bwd_partials(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
+    """Run the backward's main kernels as ``plan`` says; returns ``dx`` and the fp32 partial ``dw`` rows."""
     if plan.kernel not in _BWD_LAUNCHERS:
         raise ValueError(f"unknown backward kernel {plan.kernel!r} (valid: {', '.join(_BWD_LAUNCHERS)})")
     dx = torch.empty_like(x)
     launch = _BWD_LAUNCHERS[plan.kernel]
-    dw_partial = launch(grad_out, x, weight, rstd, dx, plan)
-    return dx, _sum_partial_rows(dw_partial, weight)
+    return dx, launch(grad_out, x, weight, rstd, dx, plan)
+
+
+def launch_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor, plan: BwdPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the backward on contiguous 2-D tensors as ``plan`` says; returns ``dx`` and ``dw``."""
+    dx, dw_partial = launch_bwd_partials(grad_out, x, weight, rstd, plan)
+    return dx, sum_partial_rows(dw_partial, weight)
 
 
 @torch.library.custom_op("opbench::rms_norm_fwd", mutates_args=())

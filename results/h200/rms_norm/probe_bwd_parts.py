@@ -1,0 +1,100 @@
+"""Time the parts of the rms_norm backward on a GPU: main kernels, partial-``dw`` sum, whole.
+
+For each shape this times, for the Triton backend, the whole backward, its main kernels
+alone and the sum of the partial ``dw`` rows with the previous fixed tile (32 rows x 64
+columns, a loop over the rows) and with :func:`sum_rows_tile`; for the Helion backend, its
+main kernels alone and the ``torch`` sum and cast that follow them, and the Triton sum on
+Helion's partial rows.  A copy of the bytes the model counts is timed as the ceiling::
+
+    python results/h200/rms_norm/probe_bwd_parts.py --out parts.json [--shape M,N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from harness.device import measure_copy_gbps, prepare_backends
+from harness.timing import CudaTimer
+from operators.rms_norm import helion_impl
+from operators.rms_norm import triton_impl as impl
+from operators.rms_norm.operator import EPS
+
+DTYPE = torch.bfloat16
+SHAPES = ((4096, 4096), (4096, 8192), (4096, 16384), (4096, 32768), (16384, 8192), (32768, 4096))
+
+
+def helion_partials(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                    rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Helion backward's main kernels: ``dx`` and its fp32 partial ``dw`` rows."""
+    args = (dy, x, weight, rstd)
+    if helion_impl.bwd_kernel_names(x.size(1)) == ["rms_norm_bwd"]:
+        return helion_impl._run("rms_norm_bwd", x, *args)
+    c = helion_impl._run("rms_norm_bwd_row_dot", x, *args)
+    return helion_impl._run("rms_norm_bwd_stripe", x, *args, c)
+
+
+def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[list[dict], str]:
+    """Time every part at ``(m, n)``; returns the records and a one-line summary."""
+    x = torch.randn(m, n, device="cuda", dtype=DTYPE)
+    weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
+    dy = torch.randn_like(x)
+    xf, dyf = x.double(), dy.double()
+    rstd_ref = torch.rsqrt(xf.pow(2).mean(-1) + EPS)
+    dw_ref = (dyf * xf * rstd_ref[:, None]).sum(0)
+    _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n, 2))
+    plan = impl.bwd_plan(m, n)
+    nbytes = 3 * m * n * 2
+    src = torch.randn(nbytes // 2, device="cuda", dtype=DTYPE)
+    dst = torch.empty_like(src)
+    _, t_partial = impl.launch_bwd_partials(dy, x, weight, rstd, plan)
+    _, h_partial = helion_partials(dy, x, weight, rstd)
+    old_tile = (32, 64)
+    parts = {
+        "copy_same_bytes": lambda: dst.copy_(src),
+        "triton_whole": lambda: impl.launch_bwd(dy, x, weight, rstd, plan),
+        "triton_main": lambda: impl.launch_bwd_partials(dy, x, weight, rstd, plan),
+        "triton_sum_old_tile": lambda: impl.sum_partial_rows(t_partial, weight, old_tile),
+        "triton_sum_new_tile": lambda: impl.sum_partial_rows(t_partial, weight),
+        "helion_main": lambda: helion_partials(dy, x, weight, rstd),
+        "helion_torch_sum_cast": lambda: h_partial.sum(0).to(weight.dtype),
+        "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
+    }
+    checked = ("triton_sum_old_tile", "triton_sum_new_tile", "helion_torch_sum_cast",
+               "helion_partial_triton_sum")
+    records = []
+    line = [f"{m}x{n} partial rows triton {t_partial.size(0)} helion {h_partial.size(0)}"]
+    for name, call in parts.items():
+        ms = timer.measure(call).p50
+        record = {"shape": [m, n], "part": name, "ms": ms, "copy_gbps": copy_gbps,
+                  "pct_copy_if_whole": 100 * nbytes / ms / 1e6 / copy_gbps}
+        if name in checked:
+            err = (call().double() - dw_ref).abs().max() / dw_ref.abs().max()
+            record["dw_max_rel_err"] = err.item()
+        records.append(record)
+        line.append(f"{name} {1000 * ms:.1f}us")
+    return records, " | ".join(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shape", action="append", help="M,N (default: the M*N >= 2^24 sweep shapes)")
+    args = parser.parse_args()
+    prepare_backends("cuda")
+    timer = CudaTimer(warmup_ms=5, rep_ms=25)
+    copy_gbps = measure_copy_gbps("cuda", timer.warmup_ms, timer.rep_ms)
+    shapes = [tuple(map(int, s.split(","))) for s in args.shape] if args.shape else SHAPES
+    records = []
+    for m, n in shapes:
+        shape_records, summary = probe_shape(timer, m, n, copy_gbps)
+        records += shape_records
+        print(summary, flush=True)
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
