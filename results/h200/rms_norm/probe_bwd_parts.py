@@ -47,7 +47,7 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
     _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n, 2))
     plan = impl.bwd_plan(m, n)
     nbytes = 3 * m * n * 2
-    src = torch.randn(nbytes // 2, device="cuda", dtype=DTYPE)
+    src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)  # read + write = nbytes
     dst = torch.empty_like(src)
     _, t_partial = impl.launch_bwd_partials(dy, x, weight, rstd, plan)
     _, h_partial = helion_partials(dy, x, weight, rstd)
