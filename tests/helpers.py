@@ -45,6 +45,16 @@ def assert_accurate(cells: dict[tuple[str, str], Record], backends: list[str]) -
         assert accuracy.value == 1.0, accuracy.note
 
 
+def assert_interpreted_backends_skipped(op: BenchmarkOperator, shape: Shape,
+                                        backends: list[str] | None = None) -> None:
+    """On the CPU in bf16, triton and helion are skipped with a reason naming the interpreter; eager runs."""
+    cells = run_cells(op, Mode.FWD, shape, ["accuracy"], backends)
+    for backend in ("triton", "helion"):
+        assert cells[(backend, "accuracy")].status == "skipped"
+        assert "interpreter" in cells[(backend, "accuracy")].error
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
 @contextlib.contextmanager
 def tf32_allowed() -> Iterator[None]:
     """fp32 matmuls may use TF32, as on a GPU after ``torch.set_float32_matmul_precision("high")``."""

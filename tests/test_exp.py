@@ -7,7 +7,7 @@ import torch
 
 from harness.operator import Mode
 from operators.exp.operator import ExpOperator
-from tests.helpers import assert_accurate, run_cells
+from tests.helpers import assert_accurate, assert_interpreted_backends_skipped, run_cells
 
 BACKENDS = ["eager", "triton", "helion", "torch_compile"]
 
@@ -22,12 +22,7 @@ def test_every_backend_matches_reference_in_every_mode(mode: Mode, dtype: torch.
 
 
 def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
-    op = ExpOperator("cpu", torch.bfloat16)
-    cells = run_cells(op, Mode.FWD, (512,), ["accuracy"])
-    for backend in ("triton", "helion"):
-        assert cells[(backend, "accuracy")].status == "skipped"
-        assert "interpreter" in cells[(backend, "accuracy")].error
-    assert cells[("eager", "accuracy")].value == 1.0
+    assert_interpreted_backends_skipped(ExpOperator("cpu", torch.bfloat16), (512,))
 
 
 def _check_exp_and_grad(exp, n: int) -> None:

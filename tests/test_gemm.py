@@ -14,7 +14,13 @@ import torch
 
 from harness.operator import Mode
 from operators.gemm.operator import GemmOperator, matmul_tolerance, typical_magnitude
-from tests.helpers import assert_accurate, cli_accuracy, run_cells, tf32_allowed
+from tests.helpers import (
+    assert_accurate,
+    assert_interpreted_backends_skipped,
+    cli_accuracy,
+    run_cells,
+    tf32_allowed,
+)
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
 ODD_SHAPE = (20, 12, 9)
@@ -41,12 +47,7 @@ def test_torch_compile_matches_reference_forward_and_backward() -> None:
 
 
 def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
-    op = GemmOperator("cpu", torch.bfloat16)
-    cells = run_cells(op, Mode.FWD, (16, 16, 16), ["accuracy"], KERNEL_BACKENDS)
-    for backend in ("triton", "helion"):
-        assert cells[(backend, "accuracy")].status == "skipped"
-        assert "interpreter" in cells[(backend, "accuracy")].error
-    assert cells[("eager", "accuracy")].value == 1.0
+    assert_interpreted_backends_skipped(GemmOperator("cpu", torch.bfloat16), (16, 16, 16), KERNEL_BACKENDS)
 
 
 def test_inputs_give_output_and_gradients_the_typical_magnitude() -> None:

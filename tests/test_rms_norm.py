@@ -9,7 +9,7 @@ import torch
 
 from harness.operator import Mode
 from operators.rms_norm.operator import RMSNormOperator
-from tests.helpers import assert_accurate, cli_accuracy, run_cells
+from tests.helpers import assert_accurate, assert_interpreted_backends_skipped, cli_accuracy, run_cells
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
 ODD_SHAPE = (9, 200)
@@ -48,12 +48,7 @@ def test_eager_keeps_float64_inputs_in_float64() -> None:
 
 
 def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
-    op = RMSNormOperator("cpu", torch.bfloat16)
-    cells = run_cells(op, Mode.FWD, (8, 64), ["accuracy"], KERNEL_BACKENDS)
-    for backend in ("triton", "helion"):
-        assert cells[(backend, "accuracy")].status == "skipped"
-        assert "interpreter" in cells[(backend, "accuracy")].error
-    assert cells[("eager", "accuracy")].value == 1.0
+    assert_interpreted_backends_skipped(RMSNormOperator("cpu", torch.bfloat16), (8, 64), KERNEL_BACKENDS)
 
 
 def test_bytes_model_counts_rstd_and_both_passes() -> None:
