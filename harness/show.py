@@ -1,7 +1,9 @@
 """``run.py show RESULTS.json``: print the tables of a result file, as the run printed them.
 
 A run that was stopped (Ctrl-C, a CI timeout) still leaves the cells it finished in its result
-file; this renders them without a GPU.  ``--mode`` keeps only the named modes.
+file; this renders them without a GPU.  ``--mode`` keeps only the named modes.  A ``note`` in
+the file's header (what a person recorded about the run, e.g. why it is partial) is printed
+last.
 """
 
 from __future__ import annotations
@@ -35,4 +37,6 @@ def show_main(argv: list[str]) -> int:
     copy_text = "-" if copy_gbps is None else f"{copy_gbps:.1f} GB/s"
     print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
           f"copy bandwidth: {copy_text}")
+    if header.get("note"):
+        print(f"note: {header['note']}")
     return 0

@@ -83,6 +83,15 @@ def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
     assert shown.stdout.splitlines()[3].split()[0] == "1000"
 
 
+def test_show_prints_the_note_a_partial_file_carries(tmp_path, capsys):
+    from harness import cli
+
+    path = tmp_path / "partial.json"
+    write_json(path, {"device_name": "NVIDIA H200", "note": "stopped before its last shape"}, _records())
+    assert cli.main(["show", str(path)]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "note: stopped before its last shape"
+
+
 def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{"header": {')
