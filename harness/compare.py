@@ -14,9 +14,10 @@ Every cell (op, mode, dtype, x_val, backend) with an ok latency in BASELINE gets
   unchanged      everything else
 
 The threshold is --threshold for cells whose baseline median is at least 20 us and
---small-threshold below that.  The statistics need 3 or more repeats per side (run.py
---repeats); with fewer, the ratio alone decides.  Exit status: 1 on any regression or
-accuracy_lost, 0 otherwise, 2 on bad input.
+--small-threshold below that.  The statistics need enough repeats per side (run.py
+--repeats) for the p-value to reach --alpha at all: 4 against 4 at alpha 0.05; with fewer,
+the ratio alone decides.  Exit status: 1 on any regression or accuracy_lost (and, with
+--fail-on-missing, any missing cell), 0 otherwise, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -113,9 +114,14 @@ def _md_table(rows: list[Row]) -> str:
     return tabulate(cells, headers=COLUMNS, tablefmt="github", disable_numparse=True)
 
 
-def markdown(rows: list[Row], base: ResultFile, cur: ResultFile) -> str:
+def failing_verdicts(fail_on_missing: bool) -> tuple[str, ...]:
+    """The verdicts that fail the gate: always a regression or lost accuracy, optionally a missing cell."""
+    return (*FAILING, "missing") if fail_on_missing else FAILING
+
+
+def markdown(rows: list[Row], base: ResultFile, cur: ResultFile, failing: tuple[str, ...] = FAILING) -> str:
     """A pull-request comment: headline with counts, the changed cells, then all cells collapsed."""
-    failed = any(row.verdict in FAILING for row in rows)
+    failed = any(row.verdict in failing for row in rows)
     changed = [row for row in rows if row.verdict != "unchanged"]
     parts = [
         f"**Performance gate: {'FAIL' if failed else 'pass'}** — {summary(rows)} "
@@ -160,6 +166,8 @@ def build_parser() -> OneLineParser:
     add("--bootstrap-samples", type=_sample_count, default=10_000,
         help="bootstrap resamples for the 95%% CI of the ratio (default 10000)")
     add("--markdown", type=Path, metavar="FILE", help="also write a markdown summary for a PR comment")
+    add("--fail-on-missing", action="store_true",
+        help="also exit 1 when a baseline cell is missing from CURRENT (a crashed, partial or failed run)")
     add("--allow-device-mismatch", action="store_true",
         help="compare files measured on different GPUs (refused by default)")
     return parser
@@ -174,6 +182,7 @@ def compare_main(argv: list[str]) -> int:
     rows = judge(base.records, cur.records, settings)
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
     print(summary(rows))
+    failing = failing_verdicts(args.fail_on_missing)
     if args.markdown is not None:
-        atomic_write(args.markdown, markdown(rows, base, cur))
-    return 1 if any(row.verdict in FAILING for row in rows) else 0
+        atomic_write(args.markdown, markdown(rows, base, cur, failing))
+    return 1 if any(row.verdict in failing for row in rows) else 0

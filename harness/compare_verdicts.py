@@ -5,7 +5,8 @@ current run lost an accuracy of 1), ``missing`` (no ok latency in the current ru
 ``noisy`` (flagged on either side, or either side's repeat medians spread wider than the
 noise limit), and otherwise ``regression``, ``improvement`` or ``unchanged`` by the ratio of
 medians against the cell's threshold, confirmed by the bootstrap CI of the ratio and the
-Benjamini-Hochberg adjusted Mann-Whitney p-value when both sides have enough repeats.
+Benjamini-Hochberg adjusted Mann-Whitney p-value when the two sides have enough repeats for
+that p-value to fall below alpha at all (else the ratio alone decides).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import statistics
 from dataclasses import dataclass
 
 from harness.compare_stats import (
-    MIN_REPEATS,
     benjamini_hochberg,
     median_ratio,
     ratio_ci,
     relative_spread,
     slower_faster_p,
+    smallest_p,
 )
 from harness.results import Record
 
@@ -62,10 +63,6 @@ class Side:
     @property
     def median(self) -> float:
         return statistics.median(self.medians)
-
-    @property
-    def testable(self) -> bool:
-        return len(self.medians) >= MIN_REPEATS
 
 
 @dataclass
@@ -134,10 +131,10 @@ def _screen(key: CellKey, base: Record, cur: Record | None, accuracy: tuple[Reco
         row.verdict, row.note = "noisy", f"flagged: {', '.join(flags)}"
     elif spread > settings.noise:
         row.verdict, row.note = "noisy", f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%"
-    elif not (base_side.testable and cur_side.testable):
+    elif (lowest := smallest_p(len(base_side.medians), len(cur_side.medians))) >= settings.alpha:
         row.verdict = _direction(row.ratio, settings.threshold_for(row.base_ms), True, True)
         row.note = "no repeats: ratio only" if len(base_side.medians) == len(cur_side.medians) == 1 \
-            else f"under {MIN_REPEATS} repeats: ratio only"
+            else f"too few repeats for p < {settings.alpha:g} (smallest p {lowest:.3g}): ratio only"
     else:
         return row, (base_side, cur_side)
     return row, None

@@ -158,6 +158,9 @@ def test_absent_or_failed_cell_is_missing(tmp_path: Path, capsys: pytest.Capture
     assert code == 0
     assert verdicts[("4096", "helion")] == ("missing", "absent from current")
     assert verdicts[("65536", "helion")] == ("missing", "error in current: OutOfMemoryError")
+    code, _ = gate(tmp_path, capsys, sweep(seed=1), current, "--fail-on-missing")
+    assert code == 1
+    assert "Performance gate: FAIL" in (tmp_path / "summary.md").read_text()
 
 
 def test_without_repeats_the_ratio_alone_decides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,6 +171,18 @@ def test_without_repeats_the_ratio_alone_decides(tmp_path: Path, capsys: pytest.
     assert code == 1
     assert verdicts[("4096", "triton")] == ("regression", "no repeats: ratio only")
     assert verdicts[("4096", "eager")] == ("unchanged", "no repeats: ratio only")
+
+
+def test_repeats_too_few_for_significance_fall_back_to_the_ratio(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """3 against 3 repeats cannot reach p < 0.05 (the smallest exact p is 1/20), so a 20%
+    slowdown is judged on its ratio rather than declared not significant."""
+    current = sweep(seed=2, repeats=3, scale={"triton": 1.2})
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1, repeats=3), current)
+    assert code == 1
+    note = "too few repeats for p < 0.05 (smallest p 0.05): ratio only"
+    assert verdicts[("4096", "triton")] == ("regression", note)
+    assert verdicts[("4096", "eager")] == ("unchanged", note)
 
 
 @pytest.mark.parametrize(("ms", "verdict"), [(1.0, "regression"), (0.010, "unchanged")])
