@@ -109,7 +109,10 @@ def measure_in_process(op: BenchmarkOperator, mode: Mode, shape: Shape, names: l
         try:
             time_cell(cells[name][0], settings.timer, measurements[name])
         except Exception as exc:  # noqa: BLE001
+            # A cell whose timing failed in any repeat has no latency: the repeats it finished
+            # would pass for a healthy cell with fewer repeats.
             errors[name] = error_text(exc)
+            measurements[name].repeats.clear()
             del cells[name]
 
     if settings.repeats == 1:

@@ -61,3 +61,18 @@ def test_repeats_store_each_repeat_median_and_interleave_backends(tmp_path: Path
     for r in latencies:
         assert len(r.repeats) == 3
         assert r.value == sorted(r.repeats)[1]
+
+
+def test_a_failure_in_a_later_repeat_fails_the_cell(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", "tests/plugins/extra_backends.py", "--op", "exp", "--shape", "2000",
+                     "--only", "eager,fails_in_second_repeat", "--repeats", "3", "--rep", "0",
+                     "--warmup", "0", "--metrics", "latency,speedup,accuracy", "--output-json", str(out))
+    assert result.returncode == 1
+    _, records = read_json(out)
+    cells = {(r.backend, r.metric): r for r in records}
+    for metric in ("latency", "speedup"):
+        failed = cells[("fails_in_second_repeat", metric)]
+        assert failed.status == "error" and "device lost (simulated)" in failed.error
+    assert cells[("fails_in_second_repeat", "accuracy")].value == 1.0
+    assert len(cells[("eager", "latency")].repeats) == 3

@@ -46,3 +46,18 @@ def hangs(self, x):
     def sleep():
         time.sleep(600)
     return sleep
+
+
+@register_benchmark(operator="exp")
+def fails_in_second_repeat(self, x):
+    """Correct for its first 15 calls, then raises: with ``--warmup 0 --rep 0`` a repeat is 11
+    calls (an estimate and 10 samples), so the first repeat finishes and a later one fails."""
+    calls = 0
+
+    def flaky():
+        nonlocal calls
+        calls += 1
+        if calls > 15:
+            raise RuntimeError("device lost (simulated)")
+        return torch.exp(x)
+    return flaky
