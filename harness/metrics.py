@@ -94,6 +94,8 @@ def metric_value(metric: str, m: Measurement, roof: Roofline,
     if m.stats is None:
         raise MetricUnavailable("not timed")
     p50 = m.stats.p50
+    if p50 <= 0:
+        raise MetricUnavailable(f"median latency {p50} ms: the timed call did no measurable work")
     if metric == "latency":
         return p50
     if metric == "compile_time":
@@ -102,7 +104,7 @@ def metric_value(metric: str, m: Measurement, roof: Roofline,
         return max(m.first_call_ms - p50, 0.0)
     if metric == "speedup":
         if baseline_p50 is None:
-            raise MetricUnavailable("the speedup baseline failed on this shape")
+            raise MetricNotApplicable("the speedup baseline failed on this shape")
         return baseline_p50 / p50
     if metric == "gbps":
         return _gbps(roof, p50)

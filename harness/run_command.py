@@ -231,6 +231,10 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     if failed:
         print(f"{len(failed)} cell(s) failed: " + ", ".join(sorted(failed)[:8]), file=sys.stderr)
         return 1
+    if not any(r.status == "ok" for r in records):
+        reason = next((r.error for r in records if r.error), "no cells")
+        print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
+        return 1
     return 0
 
 

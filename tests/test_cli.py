@@ -96,3 +96,22 @@ def test_json_file_is_valid_after_each_shape(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     payload = json.loads(out.read_text())
     assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
+
+
+def test_a_sweep_in_which_every_cell_was_skipped_exits_1() -> None:
+    result = run_cli("--op", "exp", "--precision", "bf16", "--only", "triton,helion", "--shape", "4096",
+                     "--metrics", "accuracy,latency")
+    assert result.returncode == 1
+    assert "nothing was measured: every cell was skipped" in result.stderr
+
+
+def test_a_failed_speedup_baseline_fails_only_its_own_cells(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", "tests/plugins/extra_backends.py", "--op", "exp", "--only", "eager,raises",
+                     "--baseline", "raises", "--shape", "1000", "--rep", "0", "--warmup", "0",
+                     "--output-json", str(out))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "1 cell(s) failed: exp/fwd/raises/1000"
+    _, records = read_json(out)
+    speedup = next(r for r in records if (r.backend, r.metric) == ("eager", "speedup"))
+    assert speedup.status == "skipped" and "baseline failed" in speedup.error

@@ -76,3 +76,11 @@ def test_a_failure_in_a_later_repeat_fails_the_cell(tmp_path: Path) -> None:
         assert failed.status == "error" and "device lost (simulated)" in failed.error
     assert cells[("fails_in_second_repeat", "accuracy")].value == 1.0
     assert len(cells[("eager", "latency")].repeats) == 3
+
+
+def test_a_zero_median_latency_is_an_error_not_a_division_by_zero() -> None:
+    op = ExpOperator("cpu", torch.float32)
+    empty = Measurement(repeats=[SampleStats(0.0, 0.0, 0.0, 10)])
+    records = cell_records(op, Mode.FWD, (2**20,), "triton", empty, None, ["latency", "speedup", "gbps"],
+                           CEILINGS, Baseline("eager", "eager", p50=0.1))
+    assert all(r.status == "error" and "no measurable work" in r.error for r in records)
