@@ -11,6 +11,7 @@ Worker entry point: ``python -m harness.isolate SPEC.json OUT.json``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,6 +25,8 @@ from harness.accuracy import AccuracyResult
 from harness.metrics import Measurement
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode, Shape
 from harness.timing import SampleStats
+
+_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
@@ -58,6 +61,13 @@ def _died(returncode: int, stderr: str) -> str:
     return f"worker process exited with code {returncode}: {last}"
 
 
+def _kill_session(proc: subprocess.Popen) -> None:
+    """Kill the worker and every process it started, and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+
 def measure_isolated(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
                      settings: Any) -> tuple[Measurement, str | None]:
     """Measure one backend on one shape in a subprocess; its death becomes the cell's error."""
@@ -71,17 +81,23 @@ def measure_isolated(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: s
     with tempfile.TemporaryDirectory(prefix="opbench-cell-") as tmp:
         spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
         spec_path.write_text(json.dumps(spec))
-        # Its own session, so a timeout kills compile workers it started too.
+        # Its own session, so a timeout kills compile workers it started too; the suite's root
+        # on its path, so it imports the harness from any working directory.
+        path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path}
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness.isolate", str(spec_path), str(out_path)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
         )
         try:
             _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+            _kill_session(proc)
             return Measurement(), f"timed out after {timeout:g} s (--timeout)"
+        except BaseException:
+            # Ctrl-C reaches only this process (the worker has its own session): end the worker too.
+            _kill_session(proc)
+            raise
         if out_path.exists():
             return _measurement_from_json(json.loads(out_path.read_text()))
         return Measurement(), _died(proc.returncode, stderr)

@@ -106,3 +106,45 @@ def test_ctrl_c_mid_sweep_leaves_a_valid_partial_file(tmp_path: Path) -> None:
     payload = json.loads(out.read_text())
     shapes_done = {r["x_val"] for r in payload["records"]}
     assert 1 <= len(shapes_done) < 30
+
+
+def _isolate_workers(parent: int) -> list[int]:
+    """Pids of the ``harness.isolate`` workers started by process ``parent``."""
+    workers = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(parent) and b"harness.isolate" in cmdline:
+            workers.append(int(status.parent.name))
+    return workers
+
+
+def test_ctrl_c_during_an_isolated_cell_ends_its_worker_too(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "--plugin", PLUGIN, "--op", "exp", "--isolate", "--shape", "100",
+         "--only", "hangs", "--metrics", "accuracy", "--rep", "1", "--warmup", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (workers := _isolate_workers(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workers, "the isolated worker did not start"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "--plugin", str(ROOT / PLUGIN), "--op", "exp", "--isolate",
+         "--shape", "100", "--only", "eager,exp_via_exp2", "--metrics", "accuracy", "--rep", "1",
+         "--warmup", "0", "--output-json", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert _cells(out)[("exp_via_exp2", "accuracy")].value == 1.0
