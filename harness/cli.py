@@ -7,7 +7,9 @@ valid choices; a run whose cells all succeeded exits 0, one with failed cells 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -95,6 +97,20 @@ def _usage(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
+def check_writable(path: Path | None) -> None:
+    """Fail before the sweep, not after it, when a result file cannot be written."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".opbench-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write {path} ({exc.strerror})") from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``run.py``; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -116,6 +132,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(build_parser(), argv)
     except UsageError as exc:
         _usage(str(exc))
+    except BrokenPipeError:
+        # The reader of stdout went away (``run.py show FILE | head``): stop quietly, and keep
+        # Python from reporting the same error again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def parse_shapes(texts: list[str], arity: int, op: str) -> list[tuple[int, ...]]:

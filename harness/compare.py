@@ -30,7 +30,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from harness.cli import OneLineParser, UsageError
+from harness.cli import OneLineParser, UsageError, check_writable
 from harness.compare_verdicts import FAILING, VERDICTS, Row, Settings, judge
 from harness.results import Record, ResultFileError, atomic_write, read_json
 
@@ -176,6 +176,7 @@ def build_parser() -> OneLineParser:
 def compare_main(argv: list[str]) -> int:
     """Entry point of ``run.py compare``; returns the exit status."""
     args = build_parser().parse_args(argv)
+    check_writable(args.markdown)
     settings = Settings(args.threshold, args.small_threshold, args.noise, args.alpha, args.bootstrap_samples)
     base, cur = load("baseline", args.baseline), load("current", args.current)
     check_compatible(base, cur, args.allow_device_mismatch)

@@ -71,18 +71,23 @@ def register_benchmark(
     ``label`` names the backend in tables and records (default: the function name); it must
     not contain ``-``, which separates backend and metric in column names.  ``operator``
     attaches a plain function to a registered operator (how plugins add backends); a
-    backend of the same name as an existing one replaces it.
+    backend of the same name as an existing one replaces it, and stays the baseline if the
+    one it replaces was.
     """
 
     def mark(method: Callable[..., Callable[[], Output]]) -> Callable[..., Callable[[], Output]]:
         name = label or method.__name__
         if "-" in name:
             raise ValueError(f"backend label {name!r} must not contain '-'")
-        method._benchmark = Backend(name, method.__name__, baseline, fwd_only)  # type: ignore[attr-defined]
+        is_baseline = baseline
         if operator is not None:
             from operators import load_operator
 
-            setattr(load_operator(operator), method.__name__, method)
+            target = load_operator(operator)
+            replaced = getattr(getattr(target, method.__name__, None), "_benchmark", None)
+            is_baseline = baseline or (replaced is not None and replaced.baseline)
+            setattr(target, method.__name__, method)
+        method._benchmark = Backend(name, method.__name__, is_baseline, fwd_only)  # type: ignore[attr-defined]
         return method
 
     return mark

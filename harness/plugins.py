@@ -7,6 +7,7 @@ function adds a backend to a built-in operator, and ``@register_operator`` on a
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import sys
 from pathlib import Path
@@ -26,11 +27,14 @@ def load_plugins(paths: list[str]) -> None:
             continue
         if not path.is_file():
             raise PluginError(f"--plugin {text}: no such file")
-        spec = importlib.util.spec_from_file_location(f"opbench_plugin_{path.stem}", path)
+        # An explicit source loader, so a file without the .py suffix is still read as Python.
+        name = f"opbench_plugin_{path.stem}"
+        spec = importlib.util.spec_from_loader(name, importlib.machinery.SourceFileLoader(name, str(path)))
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            raise PluginError(f"--plugin {text}: failed to load ({type(exc).__name__}: {exc})") from exc
+            reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise PluginError(f"--plugin {text}: failed to load ({type(exc).__name__}: {reason})") from exc
         _loaded.add(path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from harness.cell_records import DeviceCeilings
 from harness.cli import (
     UsageError,
     build_parser,
+    check_writable,
     default_output,
     modes_from,
     parse_shapes,
@@ -117,20 +117,6 @@ def _operator_options(parser: argparse.ArgumentParser, args: argparse.Namespace)
     return options
 
 
-def _check_writable(path: Path | None) -> None:
-    """Fail before the sweep, not after it, when a result file cannot be written."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise UsageError(f"{path} is a folder; give a file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".opbench-check-"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"cannot write {path} ({exc.strerror})") from exc
-
-
 def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """Run the benchmarks ``argv`` asks for; returns the exit status."""
     args = _parse(parser, argv)
@@ -192,7 +178,7 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         default_result_name(args.op, [m.value for m in modes], precision, "json"),
     )
     for path in (json_path, default_output(args.csv, args.output_dir, "check.csv")):
-        _check_writable(path)
+        check_writable(path)
     records: list[Record] = []
 
     def sink(new: list[Record]) -> None:

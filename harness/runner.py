@@ -161,10 +161,14 @@ def _measure(op: BenchmarkOperator, mode: Mode, shape: Shape, names: list[str],
 
 def run_shape(op: BenchmarkOperator, mode: Mode, shape: Shape, settings: SweepSettings,
               emit: Callable[[list[Record]], None] = lambda _: None) -> list[Record]:
-    """Every selected backend on one shape; each backend's records are emitted when done."""
+    """Every selected backend on one shape; each backend's records are emitted when done.
+
+    Skipped backends' records come after the measured ones, so tables keep the baseline's
+    columns first.
+    """
     by_name = {b.name: b for b in op.backends()}
     records: list[Record] = []
-    runnable = []
+    runnable, skipped = [], []
     baseline = Baseline(settings.speedup_baseline, op.baseline().name)
     for name in settings.backends:
         reason = _skip_reason(op, by_name[name], mode)
@@ -173,9 +177,7 @@ def run_shape(op: BenchmarkOperator, mode: Mode, shape: Shape, settings: SweepSe
         else:
             if name == baseline.name:
                 baseline.skipped = f"the speedup baseline {name} was skipped"
-            skipped = skipped_records(op, mode, shape, name, reason, settings.metrics)
-            records += skipped
-            emit(skipped)
+            skipped += skipped_records(op, mode, shape, name, reason, settings.metrics)
     for name, measurement, error in _measure(op, mode, shape, runnable, settings):
         if name == baseline.name:
             baseline.p50 = measurement.stats.p50 if measurement.stats is not None else None
@@ -183,6 +185,9 @@ def run_shape(op: BenchmarkOperator, mode: Mode, shape: Shape, settings: SweepSe
                             settings.ceilings, baseline)
         records += done
         emit(done)
+    if skipped:
+        records += skipped
+        emit(skipped)
     return records
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli import OneLineParser, UsageError
+from harness.arg_types import comma_list
+from harness.cli import OneLineParser, UsageError, validate_choices
+from harness.operator import Mode
 from harness.results import ResultFileError, read_json
 from harness.table import group_records, render
 from operators import OPERATORS, load_operator
@@ -20,15 +22,19 @@ def show_main(argv: list[str]) -> int:
     """Print the tables of one result file; returns the exit status."""
     parser = OneLineParser(prog="run.py show", description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
-    parser.add_argument("--mode", action="append", help="show only this mode (repeatable)")
+    parser.add_argument("--mode", type=comma_list, help="show only these modes (comma list)")
     args = parser.parse_args(argv)
+    if args.mode is not None:
+        validate_choices("mode", args.mode, [mode.value for mode in Mode])
     try:
         header, records = read_json(args.results)
     except ResultFileError as exc:
-        raise UsageError(f"{args.results}: {exc}") from exc
+        raise UsageError(str(exc)) from exc
+    present = list(dict.fromkeys(r.mode for r in records))
     records = [r for r in records if args.mode is None or r.mode in args.mode]
     if not records:
-        raise UsageError(f"{args.results}: no records" + (f" for mode {args.mode}" if args.mode else ""))
+        wanted = f" for mode {','.join(args.mode)} (it has: {', '.join(present)})" if args.mode else ""
+        raise UsageError(f"{args.results}: no records{wanted}")
     for (op, _, _), group in group_records(records).items():
         label = load_operator(op).x_val_label if op in OPERATORS else "x_val"
         print(render(group, label))

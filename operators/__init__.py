@@ -36,5 +36,7 @@ def load_operator(name: str) -> type[BenchmarkOperator]:
     """The operator class registered under ``name``."""
     if name in _registered:
         return _registered[name]
+    if name not in OPERATORS:
+        raise KeyError(f"no operator {name!r} (valid: {', '.join(operator_names())})")
     module_name, class_name = OPERATORS[name].split(":")
     return getattr(importlib.import_module(module_name), class_name)

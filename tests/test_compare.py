@@ -150,6 +150,14 @@ def test_lost_accuracy_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert verdicts[("1048576", "triton")][0] == "unchanged"
 
 
+def test_a_folder_for_markdown_is_refused_before_comparing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "base.json", sweep(seed=1))
+    code, out, err = run_compare(capsys, path, path, "--markdown", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.strip() == f"run.py: error: {tmp_path} is a folder; give a file name"
+
+
 def test_absent_or_failed_cell_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     current = [r for r in sweep(seed=2) if (r.x_val, r.backend) != (4096, "helion")]
     failed = find(current, 65536, "helion", "latency")

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.results import read_json
 from tests.helpers import ROOT, run_cli
 
@@ -148,3 +150,22 @@ def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert _cells(out)[("exp_via_exp2", "accuracy")].value == 1.0
+
+
+def test_a_plugin_that_replaces_the_baseline_backend_stays_the_baseline(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", "tests/plugins/replaces_eager.py", "--op", "exp", "--only", "eager,triton",
+                     "--shape", "1000", "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    cells = _cells(out)
+    assert cells[("eager", "speedup")].value == 1.0 and cells[("triton", "speedup")].value > 0
+
+
+@pytest.mark.parametrize(("plugin", "reason"), [
+    ("README.md", "failed to load (SyntaxError: "),
+    ("tests/plugins/unknown_operator.py", "no operator 'expp' (valid: addmm, exp, gemm, rms_norm)"),
+])
+def test_a_plugin_that_cannot_load_is_one_line_of_bad_input(plugin: str, reason: str) -> None:
+    result = run_cli("--plugin", plugin, "--op", "exp")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and reason in result.stderr

@@ -92,6 +92,34 @@ def test_show_prints_the_note_a_partial_file_carries(tmp_path, capsys):
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "note: stopped before its last shape"
 
 
+def test_show_mode_takes_a_comma_list_and_names_the_valid_and_present_modes(tmp_path, capsys):
+    from harness import cli
+
+    path = tmp_path / "run.json"
+    write_json(path, {"device_name": "cpu"}, _records())
+    assert cli.main(["show", str(path), "--mode", "fwd,bwd"]) == 0
+    assert capsys.readouterr().out.startswith("exp fwd float32")
+    for mode, message in (("nope", "unknown mode 'nope' (valid: fwd, fwd_no_grad, bwd, fwd_bwd)"),
+                          ("bwd", f"{path}: no records for mode bwd (it has: fwd)")):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["show", str(path), "--mode", mode])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.strip() == f"run.py: error: {message}"
+
+
+def test_show_into_a_closed_pipe_stops_without_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    baseline = ROOT / "results" / "baselines" / "h200" / "gemm_bwd.json"
+    shown = subprocess.run(f"{sys.executable} run.py show {baseline} | head -1", shell=True, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.stdout == "gemm bwd bfloat16\n"
+    assert "Traceback" not in shown.stderr and "BrokenPipe" not in shown.stderr
+
+
 def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
     path = tmp_path / "broken.json"
     path.write_text('{"header": {')
