@@ -64,8 +64,11 @@ def _print_lists(args: argparse.Namespace) -> bool:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Two passes: the first loads plugins and finds the operators, whose options join the second."""
-    first, _ = parser.parse_known_args(argv)
+    """Two passes: the first loads plugins and finds the operators, whose options join the second.
+
+    ``--help`` waits for the second pass, so ``--op addmm --help`` lists addmm's options.
+    """
+    first, _ = parser.parse_known_args([arg for arg in argv if arg not in ("-h", "--help")])
     prepare_backends(first.device or default_device())
     try:
         load_plugins(first.plugin)

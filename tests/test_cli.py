@@ -48,6 +48,12 @@ def test_bwd_alias_and_only_select_mode_and_backends(tmp_path: Path) -> None:
     assert {r.backend for r in records} == {"eager", "triton"}
 
 
+def test_help_with_an_operator_lists_its_options() -> None:
+    shown = run_cli("--op", "addmm", "--help")
+    assert shown.returncode == 0
+    assert "addmm options:" in shown.stdout and "--bias {1d,2d}" in shown.stdout
+
+
 def test_listings() -> None:
     assert run_cli("--list-ops").stdout.split() == ["addmm", "exp", "gemm", "rms_norm"]
     assert "exp: eager (baseline), triton, helion, torch_compile" in run_cli("--list-backends").stdout
