@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -19,12 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_cells(op: BenchmarkOperator, mode: Mode, shape: Shape, metrics: list[str],
-              backends: list[str] | None = None) -> dict[tuple[str, str], Record]:
-    """Records of one shape, keyed by (backend, metric)."""
+              backends: list[str] | None = None, **overrides: Any) -> dict[tuple[str, str], Record]:
+    """Records of one shape, keyed by (backend, metric); ``overrides`` go to SweepSettings."""
     names = backends or [b.name for b in op.backends()]
     settings = SweepSettings(
         metrics=metrics, backends=names, speedup_baseline=op.baseline().name,
-        shapes=[shape], timer=CpuTimer(warmup_ms=0.0, rep_ms=1.0),
+        shapes=[shape], timer=CpuTimer(warmup_ms=0.0, rep_ms=1.0), **overrides,
     )
     return {(r.backend, r.metric): r for r in run_shape(op, mode, shape, settings)}
 
