@@ -121,3 +121,11 @@ def test_a_failed_speedup_baseline_fails_only_its_own_cells(tmp_path: Path) -> N
     _, records = read_json(out)
     speedup = next(r for r in records if (r.backend, r.metric) == ("eager", "speedup"))
     assert speedup.status == "skipped" and "baseline failed" in speedup.error
+
+
+def test_a_wrong_result_alone_exits_1() -> None:
+    result = run_cli("--plugin", "tests/plugins/extra_backends.py", "--op", "exp", "--only",
+                     "eager,wrong_result", "--shape", "1000", "--metrics", "accuracy", "--rep", "0",
+                     "--warmup", "0")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "1 cell(s) failed: exp/fwd/wrong_result/1000"

@@ -316,3 +316,46 @@ def test_runs_with_different_operator_options_are_refused(tmp_path) -> None:
     result = run_cli("compare", str(base), str(cur))
     assert result.returncode == 2
     assert "different options" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_significant_change_inside_a_wide_confidence_interval_is_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.compare_verdicts
+
+    monkeypatch.setattr(harness.compare_verdicts, "ratio_ci", lambda base, cur, samples: (0.98, 1.3))
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), sweep(seed=2, scale={"triton": 1.2}))
+    assert code == 0
+    assert verdicts[("4096", "triton")] == ("unchanged", "beyond threshold, not significant")
+
+
+def test_a_faster_change_without_significance_is_not_an_improvement(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline, current = sweep(seed=1), sweep(seed=2)
+    find(baseline, 4096, "eager", "latency").repeats = [1.00, 1.07, 1.12, 0.99, 1.15]
+    find(current, 4096, "eager", "latency").repeats = [0.95, 1.00, 1.05, 0.97, 1.03]
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert code == 0
+    assert verdicts[("4096", "eager")] == ("unchanged", "beyond threshold, not significant")
+
+
+def test_accuracy_the_baseline_never_had_cannot_be_lost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline, current = sweep(seed=1), sweep(seed=2)
+    find(baseline, 4096, "helion", "accuracy").value = 0.0
+    find(current, 4096, "helion", "accuracy").value = 0.0
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert code == 0
+    assert verdicts[("4096", "helion")][0] == "unchanged"
+
+
+def test_a_cell_given_twice_or_files_with_different_timers_are_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    twice = write(tmp_path / "twice.json", records + [records[1]])
+    code, _, err = run_compare(capsys, twice, twice)
+    assert code == 2 and "given twice" in err
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    write_json(base, {"device_name": DEVICE, "timer": {"warmup_ms": 25.0, "rep_ms": 100.0}}, records)
+    write_json(cur, {"device_name": DEVICE, "timer": {"warmup_ms": 5.0, "rep_ms": 50.0}}, records)
+    code, _, err = run_compare(capsys, str(base), str(cur))
+    assert code == 2 and "timer" in err

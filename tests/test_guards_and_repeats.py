@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from harness.cell_records import BELOW_FLOOR, REVIEW_SPEEDUP, Baseline, DeviceCeilings, cell_records
@@ -84,3 +85,19 @@ def test_a_zero_median_latency_is_an_error_not_a_division_by_zero() -> None:
     records = cell_records(op, Mode.FWD, (2**20,), "triton", empty, None, ["latency", "speedup", "gbps"],
                            CEILINGS, Baseline("eager", "eager", p50=0.1))
     assert all(r.status == "error" and "no measurable work" in r.error for r in records)
+
+
+def test_throughput_metrics_follow_from_the_median_and_the_models() -> None:
+    records = {r.metric: r for r in _records(0.25, 0.5)}
+    moved = ExpOperator("cpu", torch.float32).bytes_moved((2**26,), Mode.FWD)
+    assert records["latency"].value == 0.25
+    assert records["speedup"].value == 2.0
+    assert records["gbps"].value == pytest.approx(moved / 0.25e-3 / 1e9)
+
+
+def test_compile_time_is_the_first_call_beyond_the_steady_median() -> None:
+    op = ExpOperator("cpu", torch.float32)
+    m = Measurement(repeats=[SampleStats(1.0, 1.0, 1.0, 50)], first_call_ms=41.0)
+    record, = cell_records(op, Mode.FWD, (2**20,), "triton", m, None, ["compile_time"], CEILINGS,
+                           Baseline("eager", "eager", p50=1.0))
+    assert record.value == 40.0

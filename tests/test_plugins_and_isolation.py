@@ -96,6 +96,8 @@ def test_ctrl_c_mid_sweep_leaves_a_valid_partial_file(tmp_path: Path) -> None:
         [sys.executable, "run.py", "--op", "exp", "--only", "eager", *shapes, "--rep", "200",
          "--warmup", "0", "--output-json", str(out)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A shell that started the tests in the background ignores SIGINT in its children.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not out.exists() and time.monotonic() < deadline:
@@ -129,6 +131,7 @@ def test_ctrl_c_during_an_isolated_cell_ends_its_worker_too(tmp_path: Path) -> N
         [sys.executable, "run.py", "--plugin", PLUGIN, "--op", "exp", "--isolate", "--shape", "100",
          "--only", "hangs", "--metrics", "accuracy", "--rep", "1", "--warmup", "0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not (workers := _isolate_workers(proc.pid)) and time.monotonic() < deadline:

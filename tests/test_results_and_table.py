@@ -134,3 +134,20 @@ def test_result_files_get_the_modes_of_ordinary_files(tmp_path):
     path = tmp_path / "out.json"
     write_json(path, {"device": "cpu"}, [])
     assert path.stat().st_mode & 0o777 == 0o666 & ~harness.results._UMASK
+
+
+def test_a_write_that_fails_midway_leaves_the_previous_file_whole(tmp_path, monkeypatch):
+    import os
+
+    path = tmp_path / "run.json"
+    write_json(path, {"device_name": "cpu"}, _records())
+    before = path.read_text()
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        write_json(path, {"device_name": "cpu", "note": "second write"}, _records()[:1])
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]

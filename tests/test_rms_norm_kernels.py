@@ -51,6 +51,21 @@ def test_forward_and_gradients_match_float64_reference(impl, n, dtype):
     assert_matches_reference(outputs, expected, dtype)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_eps_keeps_an_all_zero_row_finite(impl):
+    """Without eps a zero row divides by zero: rstd = 1/sqrt(eps), y = 0, dx = dy * w / sqrt(eps)."""
+    x = torch.randn(5, 200)
+    x[2] = 0
+    x.requires_grad_(True)
+    weight = torch.randn(200, requires_grad=True)
+    dy = torch.randn(5, 200)
+    y = IMPLS[impl].rms_norm(x, weight, EPS)
+    y.backward(dy)
+    assert torch.isfinite(y).all() and torch.isfinite(x.grad).all() and torch.isfinite(weight.grad).all()
+    expected = reference(x.detach(), weight.detach(), dy)
+    assert_matches_reference((y, x.grad, weight.grad), expected, torch.float32)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
     # Rows count as wide from 64 columns: persistent forward, split backward (4 column stripes).
