@@ -101,3 +101,17 @@ def test_compile_time_is_the_first_call_beyond_the_steady_median() -> None:
     record, = cell_records(op, Mode.FWD, (2**20,), "triton", m, None, ["compile_time"], CEILINGS,
                            Baseline("eager", "eager", p50=1.0))
     assert record.value == 40.0
+
+
+def test_repeats_interleave_the_backends_and_rotate_which_goes_first() -> None:
+    from tests.helpers import run_cells
+
+    timed = []
+
+    def note(message: str) -> None:
+        if "(repeat" in message:
+            timed.append(message.split()[3])
+
+    run_cells(ExpOperator("cpu", torch.float32), Mode.FWD, (2000,), ["latency"], ["eager", "triton"],
+              repeats=3, progress=note)
+    assert timed == ["eager", "triton", "triton", "eager", "eager", "triton"]

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.results import read_json
 from tests.helpers import ROOT, run_cli
@@ -172,3 +173,34 @@ def test_a_plugin_that_cannot_load_is_one_line_of_bad_input(plugin: str, reason:
     result = run_cli("--plugin", plugin, "--op", "exp")
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and reason in result.stderr
+
+
+def test_isolate_timeout_waits_exactly_the_limit_then_kills_the_whole_session(monkeypatch) -> None:
+    import types
+
+    import harness.isolate
+    from harness.operator import Mode
+    from operators.exp.operator import ExpOperator
+
+    waits, killed = [], []
+
+    class HangingWorker:
+        pid = 4242
+
+        def __init__(self, *args, **kwargs) -> None:
+            assert kwargs["start_new_session"]
+
+        def communicate(self, timeout=None):
+            waits.append(timeout)
+            if len(waits) == 1:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            return "", ""
+
+    monkeypatch.setattr(harness.isolate.subprocess, "Popen", HangingWorker)
+    monkeypatch.setattr(harness.isolate.os, "killpg", lambda pid, sig: killed.append((pid, sig)))
+    settings = types.SimpleNamespace(isolate=types.SimpleNamespace(timeout=20.0, worker_spec={}),
+                                     metrics=["accuracy"], rtol=None, atol=None, seed=0, repeats=1)
+    measurement, error = harness.isolate.measure_isolated(ExpOperator("cpu", torch.float32), Mode.FWD,
+                                                          (100,), "eager", settings)
+    assert error == "timed out after 20 s (--timeout)" and not measurement.repeats
+    assert waits[0] == 20.0 and killed == [(4242, signal.SIGKILL)]
