@@ -41,7 +41,7 @@ from harness.results import (
     write_json,
 )
 from harness.runner import IsolateSettings, SweepSettings, run_sweep
-from harness.table import TableData, group_records, render
+from harness.table import TableData, group_records, options_line, render
 from harness.timing import make_timer
 from operators import load_operator, operator_names
 
@@ -210,6 +210,8 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     labels = {op.name: op.x_val_label for op, *_ in plans}
     _report(records, labels, args, precision)
     print(f"device: {header['device_name']}  copy bandwidth: {copy_gbps:.1f} GB/s")
+    if line := options_line(header.get("options")):
+        print(line)
     if json_path is not None:
         write_json(json_path, header, records)
         print(f"results: {json_path}")

@@ -14,7 +14,7 @@ from harness.arg_types import comma_list
 from harness.cli import OneLineParser, UsageError, validate_choices
 from harness.operator import Mode
 from harness.results import ResultFileError, read_json
-from harness.table import group_records, render
+from harness.table import group_records, options_line, render
 from operators import OPERATORS, load_operator
 
 
@@ -43,6 +43,8 @@ def show_main(argv: list[str]) -> int:
     copy_text = "-" if copy_gbps is None else f"{copy_gbps:.1f} GB/s"
     print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
           f"copy bandwidth: {copy_text}")
+    if line := options_line(header.get("options")):
+        print(line)
     if header.get("note"):
         print(f"note: {header['note']}")
     return 0

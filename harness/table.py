@@ -117,6 +117,13 @@ class TableData:
         return rows
 
 
+def options_line(options: dict | None) -> str | None:
+    """The operator options a run used (``addmm --bias 2d ...``), as one line; None when it had none."""
+    if not options:
+        return None
+    return "operator options: " + ", ".join(f"{name}={value}" for name, value in sorted(options.items()))
+
+
 def group_records(records: Iterable[Record]) -> dict[tuple[str, str, str], list[Record]]:
     groups: dict[tuple[str, str, str], list[Record]] = {}
     for r in records:

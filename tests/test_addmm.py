@@ -9,12 +9,14 @@ import pytest
 import torch
 
 from harness.operator import Mode
+from harness.results import read_json
 from operators.addmm.operator import AddmmOperator
 from tests.helpers import (
     assert_accurate,
     assert_interpreted_backends_skipped,
     cli_accuracy,
     run_cells,
+    run_cli,
     tf32_allowed,
 )
 
@@ -80,3 +82,7 @@ def test_run_py_end_to_end_with_options(tmp_path) -> None:
                             "--alpha", "1.5", "--beta", "-0.5", "--shape", "20,12,9",
                             "--only", "eager,triton")
     assert accuracy == {"eager": 1.0, "triton": 1.0}
+    header, _ = read_json(tmp_path / "addmm.json")
+    assert header["options"] == SCALED_2D
+    shown = run_cli("show", str(tmp_path / "addmm.json"))
+    assert "operator options: alpha=1.5, beta=-0.5, bias=2d" in shown.stdout.splitlines()
