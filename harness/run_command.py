@@ -236,7 +236,7 @@ def _report(records: list[Record], labels: dict[str, str], args: argparse.Namesp
         print(render(group, labels[op]))
         print()
         if args.csv is not None:
-            name = f"{op}_{mode}_{dtype}.csv"
+            name = default_result_name([op], [mode], precision, "csv")
             path = default_output(args.csv, args.output_dir, name)
             if args.csv and len(groups) > 1:
                 path = path.with_name(f"{path.stem}_{op}_{mode}_{dtype}{path.suffix or '.csv'}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,9 @@ def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
             assert cells[(mode, backend, "accuracy")].value == 1.0
             latency = cells[(mode, backend, "latency")]
             assert latency.p20 <= latency.p50 <= latency.p80 and latency.n_samples >= 10
-    rows = list(csv.reader((tmp_path / "exp_bwd_float32.csv").open()))
+    tables = [p for p in tmp_path.iterdir() if re.fullmatch(r"exp_bwd_fp32_\d{8}T\d{6}Z\.csv", p.name)]
+    assert len(tables) == 1, "one timestamped table per mode, named like the default result file"
+    rows = list(csv.reader(tables[0].open()))
     assert rows[0][:2] == ["numel", "eager-accuracy"] and rows[-1][0] == "average"
 
 
