@@ -91,6 +91,16 @@ def _git_commit() -> str | None:
     return commit if out.returncode == 0 and len(commit) == 40 else None
 
 
+def _cpu_model() -> str | None:
+    """The CPU's model name from ``/proc/cpuinfo`` (Linux), e.g. ``AMD EPYC 9654``."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            names = (line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+            return next(names, None)
+    except OSError:
+        return None
+
+
 def make_header(device: str, argv: list[str], device_facts: dict[str, Any]) -> dict[str, Any]:
     """The run header: when, which code, which machine and versions, which command."""
     if device == "cuda":
@@ -98,7 +108,7 @@ def make_header(device: str, argv: list[str], device_facts: dict[str, Any]) -> d
         device_name = props.name
         driver = _nvidia_driver()
     else:
-        device_name = platform.processor() or platform.machine()
+        device_name = _cpu_model() or platform.processor() or platform.machine()
         driver = None
     return {
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
