@@ -63,17 +63,22 @@ def _route_libdevice_to_tl() -> None:
         setattr(libdevice, name, forward_to_tl(name))
 
 
-# Dense tensor-core peaks from the vendor datasheets (TFLOP/s), keyed by a device-name fragment;
-# fp32 matmuls are compared with the TF32 rate, which Triton uses for fp32 dots.
+# Dense tensor-core peaks from the vendor datasheets (TFLOP/s), keyed by a device-name fragment,
+# the first fragment found in the name wins (so the PCIe and NVL parts come before the SXM
+# ones); fp32 matmuls are compared with the TF32 rate, which Triton uses for fp32 dots.
 _DECLARED_PEAK_TFLOPS = {
+    "H200 NVL": {torch.bfloat16: 835.5, torch.float16: 835.5, torch.float32: 417.5},
     "H200": {torch.bfloat16: 989.4, torch.float16: 989.4, torch.float32: 494.7},
+    "H100 PCIe": {torch.bfloat16: 756.5, torch.float16: 756.5, torch.float32: 378.0},
+    "H100 NVL": {torch.bfloat16: 835.5, torch.float16: 835.5, torch.float32: 417.5},
     "H100": {torch.bfloat16: 989.4, torch.float16: 989.4, torch.float32: 494.7},
     "A100": {torch.bfloat16: 312.0, torch.float16: 312.0, torch.float32: 156.0},
 }
 
 
 # Datasheet memory bandwidth (GB/s): no kernel can move bytes faster than this.
-_DECLARED_PEAK_GBPS = {"H200": 4800.0, "H100": 3350.0, "A100": 2039.0}
+_DECLARED_PEAK_GBPS = {"H200": 4800.0, "H100 PCIe": 2000.0, "H100 NVL": 3900.0, "H100": 3350.0,
+                       "A100": 2039.0}
 
 
 def declared_peak_gbps(device: str, copy_gbps: float) -> float | None:

@@ -115,3 +115,19 @@ def test_repeats_interleave_the_backends_and_rotate_which_goes_first() -> None:
     run_cells(ExpOperator("cpu", torch.float32), Mode.FWD, (2000,), ["latency"], ["eager", "triton"],
               repeats=3, progress=note)
     assert timed == ["eager", "triton", "triton", "eager", "eager", "triton"]
+
+
+@pytest.mark.parametrize(("name", "tflops", "gbps"), [
+    ("NVIDIA H200", 989.4, 4800.0),
+    ("NVIDIA H200 NVL", 835.5, 4800.0),
+    ("NVIDIA H100 80GB HBM3", 989.4, 3350.0),
+    ("NVIDIA H100 PCIe", 756.5, 2000.0),
+    ("NVIDIA H100 NVL", 835.5, 3900.0),
+])
+def test_datasheet_peaks_tell_the_pcie_and_nvl_parts_from_the_sxm_ones(
+        monkeypatch: pytest.MonkeyPatch, name: str, tflops: float, gbps: float) -> None:
+    from harness import device
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: name)
+    assert device.declared_peak_tflops("cuda", torch.bfloat16) == tflops
+    assert device.declared_peak_gbps("cuda", copy_gbps=1000.0) == gbps
