@@ -119,9 +119,8 @@ def failing_verdicts(fail_on_missing: bool) -> tuple[str, ...]:
     return (*FAILING, "missing") if fail_on_missing else FAILING
 
 
-def markdown(rows: list[Row], base: ResultFile, cur: ResultFile, failing: tuple[str, ...] = FAILING) -> str:
+def markdown(rows: list[Row], base: ResultFile, cur: ResultFile, failed: bool) -> str:
     """A pull-request comment: headline with counts, the changed cells, then all cells collapsed."""
-    failed = any(row.verdict in failing for row in rows)
     changed = [row for row in rows if row.verdict != "unchanged"]
     parts = [
         f"**Performance gate: {'FAIL' if failed else 'pass'}** — {summary(rows)} "
@@ -184,6 +183,7 @@ def compare_main(argv: list[str]) -> int:
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
     print(summary(rows))
     failing = failing_verdicts(args.fail_on_missing)
+    failed = any(row.verdict in failing for row in rows)
     if args.markdown is not None:
-        atomic_write(args.markdown, markdown(rows, base, cur, failing))
-    return 1 if any(row.verdict in failing for row in rows) else 0
+        atomic_write(args.markdown, markdown(rows, base, cur, failed))
+    return 1 if failed else 0

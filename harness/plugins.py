@@ -35,6 +35,5 @@ def load_plugins(paths: list[str]) -> None:
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
-            reason = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            raise PluginError(f"--plugin {text}: failed to load ({type(exc).__name__}: {reason})") from exc
+            raise PluginError(f"--plugin {text}: failed to load ({type(exc).__name__}: {exc})") from exc
         _loaded.add(path)

@@ -37,6 +37,6 @@ def load_operator(name: str) -> type[BenchmarkOperator]:
     if name in _registered:
         return _registered[name]
     if name not in OPERATORS:
-        raise KeyError(f"no operator {name!r} (valid: {', '.join(operator_names())})")
+        raise LookupError(f"no operator {name!r} (valid: {', '.join(operator_names())})")
     module_name, class_name = OPERATORS[name].split(":")
     return getattr(importlib.import_module(module_name), class_name)
