@@ -110,6 +110,15 @@ def test_partial_dw_rows_sum_to_weight_dtype(rows, tile):
     torch.testing.assert_close(dw.double(), partial.double().sum(0).half().double(), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("rows", [3, 37])
+def test_helion_dw_sum_adds_partial_rows_in_weight_dtype(rows):
+    partial = torch.randn(rows, 200)
+    weight = torch.randn(200, dtype=torch.float16)
+    dw = helion_impl.rms_norm_dw_sum(partial, weight)
+    assert dw.dtype == torch.float16
+    torch.testing.assert_close(dw.double(), partial.double().sum(0).half().double(), rtol=1e-3, atol=1e-3)
+
+
 def test_unknown_backward_kernel_is_refused():
     x = torch.randn(4, 8)
     with pytest.raises(ValueError, match="valid: one_pass, split"):
@@ -118,7 +127,8 @@ def test_unknown_backward_kernel_is_refused():
 
 def test_helion_wide_row_backward_matches_reference(monkeypatch):
     monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
-    assert helion_impl.bwd_kernel_names(200) == ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"]
+    assert helion_impl.bwd_kernel_names(200) == ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe",
+                                                 "rms_norm_dw_sum"]
     outputs, expected = run_forward_backward(helion_impl.rms_norm, M, 200, torch.float32)
     assert_matches_reference(outputs, expected, torch.float32)
 
@@ -158,7 +168,7 @@ def test_triton_rms_norm_compiles_without_graph_breaks():
 @pytest.mark.parametrize(
     ("kernel_name", "n"),
     [("rms_norm_fwd", 4096), ("rms_norm_bwd", 4096), ("rms_norm_bwd", 16384),
-     ("rms_norm_bwd_row_dot", 32768), ("rms_norm_bwd_stripe", 32768)],
+     ("rms_norm_bwd_row_dot", 32768), ("rms_norm_bwd_stripe", 32768), ("rms_norm_dw_sum", 4096)],
 )
 def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):
     args = helion_impl.tuning_args(kernel_name, 64, n, torch.float16, "cpu")

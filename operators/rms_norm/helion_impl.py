@@ -9,12 +9,13 @@ Same math as :mod:`operators.rms_norm.triton_impl` (fp32 inside, ``rstd`` saved 
 Means are written as ``sum / n`` with ``n = hl.specialize(N)``: ``.mean(-1)`` inside a Helion
 kernel divides by the padded block width when ``N`` is not a power of two.
 
-The backward kernels return one partial ``dw`` row per outer tile of rows; the autograd
-function sums them.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's
-registers next to a ``dw`` accumulator, so they take the split backward:
-:func:`rms_norm_bwd_row_dot` computes each row's ``c = rstd * sum(dy * w * x) / N``, then
-:func:`rms_norm_bwd_stripe` walks column stripes over groups of rows, writing ``dx`` and keeping
-each stripe's ``dw`` in registers (it reads ``x`` and ``dy`` twice, but streams).
+The backward kernels return one partial ``dw`` row per outer tile of rows;
+:func:`rms_norm_dw_sum` sums them and casts the sum to the weight's dtype in one kernel.
+Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's registers next to a ``dw``
+accumulator, so they take the split backward: :func:`rms_norm_bwd_row_dot` computes each
+row's ``c = rstd * sum(dy * w * x) / N``, then :func:`rms_norm_bwd_stripe` walks column
+stripes over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers
+(it reads ``x`` and ``dy`` twice, but streams).
 
 Configs are stored per ``(kernel, dtype, bucket)``, where the bucket is the row width padded
 to the next power of two (``"n8192"`` holds N=5120 and N=8192): the kernels keep a padded row
@@ -42,7 +43,15 @@ TUNING_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
 """The width buckets of the rms_norm operator's default CUDA sweep (N=5120 pads to 8192)."""
 
 TUNING_NUMEL = 2**25
-"""Rows x width of the example arguments configs are timed on (the candidates assume it)."""
+"""Rows x width the candidates' outer tiles are sized for."""
+
+TUNING_MIN_ROWS = 4096
+"""Configs are timed on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows: never fewer rows
+than the default sweep's M = 4096 (at 1024 x 32768 the split backward's winner lost to the
+Triton geometry at 4096 x 32768)."""
+
+TUNING_PARTIAL_ROWS = 256
+"""Partial ``dw`` rows :func:`rms_norm_dw_sum` configs are timed on (the backward at M = 4096)."""
 
 
 @helion.kernel
@@ -142,11 +151,22 @@ def rms_norm_bwd_stripe(
     return dx, dw_partial
 
 
+@helion.kernel
+def rms_norm_dw_sum(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``dw[j] = sum_i dw_partial[i, j]`` over the fp32 partial rows [B, N], cast to ``weight``'s dtype."""
+    _, n = dw_partial.size()
+    dw = torch.empty_like(weight)
+    for tile_n in hl.tile(n):
+        dw[tile_n] = dw_partial[:, tile_n].sum(0).to(dw.dtype)
+    return dw
+
+
 KERNELS = {
     "rms_norm_fwd": rms_norm_fwd,
     "rms_norm_bwd": rms_norm_bwd,
     "rms_norm_bwd_row_dot": rms_norm_bwd_row_dot,
     "rms_norm_bwd_stripe": rms_norm_bwd_stripe,
+    "rms_norm_dw_sum": rms_norm_dw_sum,
 }
 """The Helion kernels of this module by the name their configs are stored under."""
 
@@ -159,8 +179,8 @@ def width_bucket(n: int) -> str:
 def bwd_kernel_names(n: int) -> list[str]:
     """The backward kernels that run rows of width ``n``, in launch order."""
     if triton.next_power_of_2(n) <= BWD_MAX_WIDTH:
-        return ["rms_norm_bwd"]
-    return ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"]
+        return ["rms_norm_bwd", "rms_norm_dw_sum"]
+    return ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe", "rms_norm_dw_sum"]
 
 
 def kernels_for_width(n: int) -> list[str]:
@@ -186,12 +206,12 @@ class RMSNormFunction(torch.autograd.Function):
     def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         x, weight, rstd = ctx.saved_tensors
         args = (grad_out.contiguous(), x, weight, rstd)
-        if bwd_kernel_names(x.size(1)) == ["rms_norm_bwd"]:
+        if "rms_norm_bwd" in bwd_kernel_names(x.size(1)):
             dx, dw_partial = _run("rms_norm_bwd", x, *args)
         else:
             c = _run("rms_norm_bwd_row_dot", x, *args)
             dx, dw_partial = _run("rms_norm_bwd_stripe", x, *args, c)
-        return dx, dw_partial.sum(0).to(weight.dtype), None
+        return dx, _run("rms_norm_dw_sum", x, dw_partial, weight), None
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -211,6 +231,8 @@ def tuning_args(
     weight = torch.randn(n, dtype=dtype, device=device)
     if kernel_name == "rms_norm_fwd":
         return x, weight, 1e-6
+    if kernel_name == "rms_norm_dw_sum":
+        return torch.randn(TUNING_PARTIAL_ROWS, n, dtype=torch.float32, device=device), weight
     if kernel_name not in KERNELS:
         raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
     rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
@@ -234,6 +256,7 @@ def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
         "rms_norm_bwd": _bwd_candidates,
         "rms_norm_bwd_row_dot": _row_dot_candidates,
         "rms_norm_bwd_stripe": _stripe_candidates,
+        "rms_norm_dw_sum": _dw_sum_candidates,
     }
     if kernel_name not in candidates:
         raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
@@ -322,6 +345,20 @@ def _stripe_candidates(_width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
+def _dw_sum_candidates(_width: int) -> list[helion.Config]:
+    # Any width: columns per program, and all partial rows loaded at once (no reduction loop)
+    # so the sum waits on one memory round trip, as the Triton sum does.
+    base = {"block_sizes": [16], "reduction_loops": [None], "num_warps": 4}
+    variants = [
+        {},
+        {"block_sizes": [8]},
+        {"block_sizes": [32], "num_warps": 8},
+        {"block_sizes": [64], "reduction_loops": [64]},
+        {"block_sizes": [32], "reduction_loops": [128]},
+    ]
+    return _unique(base, variants)
+
+
 def _unique(base: dict, variants: list[dict]) -> list[helion.Config]:
     configs = []
     for variant in variants:
@@ -334,14 +371,16 @@ def _unique(base: dict, variants: list[dict]) -> list[helion.Config]:
 def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
     """Every stored-config slot of the default sweep for ``dtype``, with its candidates.
 
-    Per width bucket: the forward and the backward kernel that rows of that width run, timed
-    on ``TUNING_NUMEL // width`` rows; arguments are made only when a job is tuned.
+    Per width bucket: the forward and the backward kernels that rows of that width run, timed
+    on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows; arguments are made only when a
+    job is tuned.
     """
     return [
         TuningJob(
             kernel=KERNELS[name],
             key=config_key(name, dtype, width_bucket(width)),
-            make_args=functools.partial(tuning_args, name, TUNING_NUMEL // width, width, dtype, device),
+            make_args=functools.partial(tuning_args, name, max(TUNING_NUMEL // width, TUNING_MIN_ROWS),
+                                        width, dtype, device),
             candidates=tuning_candidates(name, width),
         )
         for width in TUNING_WIDTHS

@@ -3,8 +3,9 @@
 For each shape this times, for the Triton backend, the whole backward, its main kernels
 alone and the sum of the partial ``dw`` rows with the previous fixed tile (32 rows x 64
 columns, a loop over the rows) and with :func:`sum_rows_tile`; for the Helion backend, its
-main kernels alone and the ``torch`` sum and cast that follow them, and the Triton sum on
-Helion's partial rows.  A copy of the bytes the model counts is timed as the ceiling::
+main kernels alone, the ``torch`` sum and cast they were followed by, its own sum kernel
+(``rms_norm_dw_sum``) and the Triton sum on Helion's partial rows.  A copy of the bytes the
+model counts is timed as the ceiling::
 
     python results/h200/rms_norm/probe_bwd_parts.py --out parts.json [--shape M,N]
 """
@@ -30,7 +31,7 @@ def helion_partials(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                     rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The Helion backward's main kernels: ``dx`` and its fp32 partial ``dw`` rows."""
     args = (dy, x, weight, rstd)
-    if helion_impl.bwd_kernel_names(x.size(1)) == ["rms_norm_bwd"]:
+    if "rms_norm_bwd" in helion_impl.bwd_kernel_names(x.size(1)):
         return helion_impl._run("rms_norm_bwd", x, *args)
     c = helion_impl._run("rms_norm_bwd_row_dot", x, *args)
     return helion_impl._run("rms_norm_bwd_stripe", x, *args, c)
@@ -61,9 +62,10 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
         "helion_main": lambda: helion_partials(dy, x, weight, rstd),
         "helion_torch_sum_cast": lambda: h_partial.sum(0).to(weight.dtype),
         "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
+        "helion_dw_sum": lambda: helion_impl._run("rms_norm_dw_sum", x, h_partial, weight),
     }
     checked = ("triton_sum_old_tile", "triton_sum_new_tile", "helion_torch_sum_cast",
-               "helion_partial_triton_sum")
+               "helion_partial_triton_sum", "helion_dw_sum")
     records = []
     line = [f"{m}x{n} partial rows triton {t_partial.size(0)} helion {h_partial.size(0)}"]
     for name, call in parts.items():

@@ -51,7 +51,7 @@ def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
         for block_m, warps in itertools.product((1, 2), (4, 8, 16, 32)):
             if not 4 <= values_per_thread(block_m, block_n, warps) <= 32:
                 continue
-            for stages, rows in ((2, None), (1, None), (2, 16)):
+            for stages, rows in ((2, None), (1, None), (2, 16), (1, 16), (1, 32)):
                 yield impl.BwdPlan("one_pass", block_m, block_n, warps, stages, rows_per_program=rows)
     if block_n >= 16384:
         for (block_m, stripe, warps), rows in itertools.product(
