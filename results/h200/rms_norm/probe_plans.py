@@ -4,8 +4,9 @@ For each shape of the rms_norm CUDA sweep this times every candidate :class:`Fwd
 :class:`BwdPlan` (block rows, warps, pipelining stages, persistent or fixed grids, one-pass
 or split backward), checks each result against a float32 reference, and times
 ``dst.copy_(src)`` over the bytes the operator's model counts, so each plan is read against
-the copy at its own size as well as against large-copy bandwidth.  Writes one JSON record per
-timing and prints the best plans::
+the copy at its own size as well as against large-copy bandwidth.  The forward also times
+Helion's kernel with its stored config, the same-run reference for the Triton plans.  Writes
+one JSON record per timing and prints the best plans::
 
     python results/h200/rms_norm/probe_plans.py --out probe.json --budget-s 200 [--shape M,N] [--mode bwd]
 """
@@ -24,11 +25,13 @@ import triton
 
 from harness.device import measure_copy_gbps, prepare_backends
 from harness.timing import CudaTimer
+from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.operator import CUDA_SHAPES, EPS
 
 DTYPE = torch.bfloat16
 MAX_PREFETCH_BYTES = 160 * 1024
+HELION = "helion (stored config)"
 
 
 def values_per_thread(block_m: int, block_n: int, warps: int) -> float:
@@ -58,6 +61,11 @@ def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
             ((8, 1024, 8), (4, 1024, 4), (4, 2048, 8), (16, 512, 8), (8, 512, 4)), (128, 256, 512)
         ):
             yield impl.BwdPlan("split", block_m, stripe, warps, rows_per_program=rows)
+
+
+def helion_fwd(x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor]:
+    """Helion's forward with its stored config, as a one-output tuple like the Triton launches'."""
+    return (helion_impl.rms_norm(x, weight, EPS),)
 
 
 def copy_ms(timer: CudaTimer, nbytes: int) -> float:
@@ -98,14 +106,15 @@ def main() -> None:
         ceiling_ms = copy_ms(timer, nbytes)
         default = impl.fwd_plan(m, n, 2) if mode == "fwd" else impl.bwd_plan(m, n)
         plans = fwd_candidates(n) if mode == "fwd" else bwd_candidates(n)
-        for plan in dict.fromkeys([default, *plans]):
+        calls = {repr(plan): (functools.partial(impl.launch_fwd, x, weight, EPS, plan) if mode == "fwd"
+                              else functools.partial(impl.launch_bwd, dy, x, weight, rstd, plan))
+                 for plan in dict.fromkeys([default, *plans])}
+        if mode == "fwd":
+            calls[HELION] = functools.partial(helion_fwd, x, weight)
+        for label, call in calls.items():
             if time.monotonic() > deadline:
                 break
-            if mode == "fwd":
-                call = functools.partial(impl.launch_fwd, x, weight, EPS, plan)
-            else:
-                call = functools.partial(impl.launch_bwd, dy, x, weight, rstd, plan)
-            record = {"mode": mode, "shape": [m, n], "plan": repr(plan), "default": plan == default,
+            record = {"mode": mode, "shape": [m, n], "plan": label, "default": label == repr(default),
                       "copy_ms_same_bytes": ceiling_ms, "copy_gbps": copy_gbps}
             try:
                 got = call()
@@ -118,12 +127,14 @@ def main() -> None:
             except Exception as exc:  # a plan that fails to compile or launch is recorded
                 record["error"] = f"{type(exc).__name__}: {exc}"[:300]
             records.append(record)
-        done = [r for r in records if r["mode"] == mode and r["shape"] == [m, n] and "ms" in r]
+        timed = [r for r in records if r["mode"] == mode and r["shape"] == [m, n] and "ms" in r]
+        done = [r for r in timed if r["plan"] != HELION]
         if done:
             best = min(done, key=lambda r: r["ms"])
             base = next((r for r in done if r["default"]), best)
+            helion = next((f" | helion {r['pct_copy']:.1f}%" for r in timed if r["plan"] == HELION), "")
             print(f"{mode} {m}x{n}: copy(same bytes) {100 * nbytes / ceiling_ms / 1e6 / copy_gbps:.1f}% | "
-                  f"default {base['pct_copy']:.1f}% | best {best['pct_copy']:.1f}% {best['plan']}",
+                  f"default {base['pct_copy']:.1f}% | best {best['pct_copy']:.1f}% {best['plan']}{helion}",
                   flush=True)
         with open(args.out, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
