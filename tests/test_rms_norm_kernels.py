@@ -86,6 +86,10 @@ PLANS = {
                    triton_impl.BwdPlan("one_pass", 1, 256, 4, rows_per_program=5)),
     "split": (triton_impl.FwdPlan(1, 4),
               triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=10)),
+    "prefetch": (triton_impl.FwdPlan(1, 4, num_stages=2, persistent=True),
+                 triton_impl.BwdPlan("one_pass_prefetch", 2, 256, 4)),
+    "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4),
+                            triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
 }
 
 

@@ -124,6 +124,53 @@ def _rms_norm_bwd_kernel(
 
 
 @triton.jit
+def _rms_norm_bwd_prefetch_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """The one-pass backward with the next block of rows loaded into registers ahead of use.
+
+    Same math as :func:`_rms_norm_bwd_kernel`: per row ``xhat = x * rstd``, ``g = dy * w``,
+    ``dx = rstd * (g - xhat * sum(g * xhat) / N)``, and the program's ``sum(dy * xhat)`` in row
+    ``pid`` of ``dw_partial``.  Each step issues the loads of its next block (kept in the input
+    dtype) before it reduces and stores the current one, so the row reduction and the ``dx``
+    stores overlap the next block's DRAM latency without a trip through shared memory.
+    """
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    step = tl.num_programs(0) * BLOCK_M
+
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rows < M)[:, None] & col_mask[None, :]
+    offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+    x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+    for row_start in tl.range(pid * BLOCK_M, M, step, num_stages=1):
+        rows = row_start + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        x = x_next.to(tl.float32)
+        dy = dy_next.to(tl.float32)
+        next_mask = (rows + step < M)[:, None] & col_mask[None, :]
+        x_next = tl.load(x_ptr + offsets + step * N, mask=next_mask, other=0.0)
+        dy_next = tl.load(dy_ptr + offsets + step * N, mask=next_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+
+        xhat = x * rstd[:, None]
+        g = dy * w[None, :]
+        c = tl.sum(g * xhat, axis=1) / N
+        dx = rstd[:, None] * (g - xhat * c[:, None])
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += tl.sum(dy * xhat, axis=0)
+
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
+
+
+@triton.jit
 def _rms_norm_bwd_row_dot_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, c_ptr, M, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -206,10 +253,12 @@ class FwdPlan:
 class BwdPlan:
     """A backward launch.
 
-    ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers) or
-    ``"split"`` (a row-sum kernel, then ``block_n``-wide column stripes over groups of
-    ``rows_per_program`` rows).  The one-pass grid is persistent (as many programs as are
-    resident) unless ``rows_per_program`` fixes it at ``cdiv(M, rows_per_program)`` programs.
+    ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers),
+    ``"one_pass_prefetch"`` (the same, loading the next rows while it works on the current
+    ones; ``num_stages`` unused) or ``"split"`` (a row-sum kernel, then ``block_n``-wide column
+    stripes over groups of ``rows_per_program`` rows).  The one-pass grids are persistent (as
+    many programs as are resident) unless ``rows_per_program`` fixes them at
+    ``cdiv(M, rows_per_program)`` programs.
     """
 
     kernel: str
@@ -374,20 +423,24 @@ def _launch_one_pass_bwd(
     m, n = x.shape
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
                 num_warps=plan.num_warps)
+    kernel = _rms_norm_bwd_kernel
+    if plan.kernel == "one_pass_prefetch":
+        kernel = _rms_norm_bwd_prefetch_kernel
+        del meta["NUM_STAGES"]
     if plan.rows_per_program is not None:
         programs = triton.cdiv(m, plan.rows_per_program)
     else:
         # The partial-dw buffer is sized from the grid; ``rstd`` (fp32 too) stands in for it
         # while the grid is worked out, which compiles the kernel but does not run it.
         probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
-        programs = _persistent_grid(_rms_norm_bwd_kernel, probe_args, meta, x.device,
-                                    triton.cdiv(m, plan.block_m))
+        programs = _persistent_grid(kernel, probe_args, meta, x.device, triton.cdiv(m, plan.block_m))
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
+    kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
     return dw_partial
 
 
-_BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "split": _launch_split_bwd}
+_BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "one_pass_prefetch": _launch_one_pass_bwd,
+                  "split": _launch_split_bwd}
 """The host launcher of each ``BwdPlan.kernel``."""
 
 

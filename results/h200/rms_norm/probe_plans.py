@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import torch
 import triton
+from sass_fwd_compare import helion_style_fwd
 
 from harness.device import measure_copy_gbps, prepare_backends
 from harness.timing import CudaTimer
@@ -32,6 +33,7 @@ from operators.rms_norm.operator import CUDA_SHAPES, EPS
 DTYPE = torch.bfloat16
 MAX_PREFETCH_BYTES = 160 * 1024
 HELION = "helion (stored config)"
+HELION_STYLE = "helion-style triton"
 
 
 def values_per_thread(block_m: int, block_n: int, warps: int) -> float:
@@ -56,6 +58,8 @@ def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
                 continue
             for stages, rows in ((2, None), (1, None), (2, 16), (1, 16), (1, 32)):
                 yield impl.BwdPlan("one_pass", block_m, block_n, warps, stages, rows_per_program=rows)
+            for rows in (None, 32):
+                yield impl.BwdPlan("one_pass_prefetch", block_m, block_n, warps, rows_per_program=rows)
     if block_n >= 16384:
         for (block_m, stripe, warps), rows in itertools.product(
             ((8, 1024, 8), (4, 1024, 4), (4, 2048, 8), (16, 512, 8), (8, 512, 4)), (128, 256, 512)
@@ -66,6 +70,14 @@ def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
 def helion_fwd(x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor]:
     """Helion's forward with its stored config, as a one-output tuple like the Triton launches'."""
     return (helion_impl.rms_norm(x, weight, EPS),)
+
+
+def helion_style_launch(x: torch.Tensor, weight: torch.Tensor, num_warps: int) -> tuple[torch.Tensor]:
+    """``sass_fwd_compare.helion_style_fwd`` (Helion's generated forward, as Triton) on one row a program."""
+    y = torch.empty_like(x)
+    rstd = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+    helion_style_fwd[(x.shape[0],)](x, weight, y, rstd, EPS, N=x.shape[1], num_warps=num_warps)
+    return (y,)
 
 
 def copy_ms(timer: CudaTimer, nbytes: int) -> float:
@@ -111,6 +123,10 @@ def main() -> None:
                  for plan in dict.fromkeys([default, *plans])}
         if mode == "fwd":
             calls[HELION] = functools.partial(helion_fwd, x, weight)
+            if n == triton.next_power_of_2(n):
+                for warps in (16, 32):
+                    label = f"{HELION_STYLE} {warps} warps"
+                    calls[label] = functools.partial(helion_style_launch, x, weight, warps)
         for label, call in calls.items():
             if time.monotonic() > deadline:
                 break
@@ -128,13 +144,13 @@ def main() -> None:
                 record["error"] = f"{type(exc).__name__}: {exc}"[:300]
             records.append(record)
         timed = [r for r in records if r["mode"] == mode and r["shape"] == [m, n] and "ms" in r]
-        done = [r for r in timed if r["plan"] != HELION]
+        done = [r for r in timed if not r["plan"].startswith(("helion", HELION_STYLE))]
         if done:
             best = min(done, key=lambda r: r["ms"])
             base = next((r for r in done if r["default"]), best)
-            helion = next((f" | helion {r['pct_copy']:.1f}%" for r in timed if r["plan"] == HELION), "")
+            others = "".join(f" | {r['plan']} {r['pct_copy']:.1f}%" for r in timed if r not in done)
             print(f"{mode} {m}x{n}: copy(same bytes) {100 * nbytes / ceiling_ms / 1e6 / copy_gbps:.1f}% | "
-                  f"default {base['pct_copy']:.1f}% | best {best['pct_copy']:.1f}% {best['plan']}{helion}",
+                  f"default {base['pct_copy']:.1f}% | best {best['pct_copy']:.1f}% {best['plan']}{others}",
                   flush=True)
         with open(args.out, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
