@@ -68,8 +68,8 @@ def test_eps_keeps_an_all_zero_row_finite(impl):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
-    # Rows count as wide from 64 columns: persistent forward, split backward (4 column stripes).
-    monkeypatch.setattr(triton_impl, "_FWD_PERSISTENT_BLOCK_N", 64)
+    # Rows count as wide from 64 columns: fixed-width forward, split backward (4 column stripes).
+    monkeypatch.setattr(triton_impl, "_FWD_FIXED_WIDTH_BLOCK_N", 64)
     monkeypatch.setattr(triton_impl, "_BWD_MAX_BLOCK_N", 64)
     split = triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=4)
     monkeypatch.setattr(triton_impl, "_SPLIT_STRIPE", split)
@@ -88,9 +88,20 @@ PLANS = {
               triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=10)),
     "prefetch": (triton_impl.FwdPlan(1, 4, num_stages=2, persistent=True),
                  triton_impl.BwdPlan("one_pass_prefetch", 2, 256, 4)),
-    "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4),
+    "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4, fixed_width=True),
                             triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
 }
+
+
+@pytest.mark.parametrize("n", [256, 200])
+def test_triton_fixed_width_forward_matches_reference(n):
+    # A power-of-two width runs unmasked, any other width masked: both must normalize every row.
+    x, weight = torch.randn(M, n), torch.randn(n)
+    y, rstd = triton_impl.launch_fwd(x, weight, EPS, triton_impl.FwdPlan(1, 4, fixed_width=True))
+    rstd_want = torch.rsqrt(x.double().pow(2).mean(-1) + EPS)
+    torch.testing.assert_close(rstd.double(), rstd_want, rtol=1e-5, atol=1e-6)
+    y_want = x.double() * rstd_want[:, None] * weight.double()
+    torch.testing.assert_close(y.double(), y_want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("plan", PLANS)
@@ -125,7 +136,7 @@ def test_helion_dw_sum_adds_partial_rows_in_weight_dtype(rows):
 
 def test_unknown_backward_kernel_is_refused():
     x = torch.randn(4, 8)
-    with pytest.raises(ValueError, match="valid: one_pass, split"):
+    with pytest.raises(ValueError, match="valid: one_pass, one_pass_prefetch, split"):
         triton_impl.launch_bwd(x, x, torch.randn(8), torch.ones(4), triton_impl.BwdPlan("fused", 1, 8, 4))
 
 

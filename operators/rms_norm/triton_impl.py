@@ -15,12 +15,15 @@ and ``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw
 program.
 
 * Forward: each program normalizes blocks of whole rows held in registers, one program per
-  block of rows; rows from ``_FWD_PERSISTENT_BLOCK_N`` wide fit one program per SM, so the
-  grid becomes persistent and each program prefetches its next row into shared memory
-  (``num_stages=2``) while it normalizes the current one.
+  block of rows.  Rows from ``_FWD_FIXED_WIDTH_BLOCK_N`` wide take a kernel with the width
+  compiled in: one row per program, no row loop, no masks when the width is a power of two
+  (the shape of Helion's generated forward, which ran 2-4 points of copy bandwidth ahead of
+  the general kernel at the same launch geometry on the H200).
 * Backward, one pass: as many programs as fit on the GPU at once stride over the rows,
   writing ``dx`` and accumulating a partial ``dw`` in fp32 registers; one partial row per
   program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts).
+  From 4096 to 8192 wide, each program loads its next row into registers
+  before it reduces and stores the current one, so one resident program per SM keeps DRAM busy.
 * Backward, rows wider than ``_BWD_MAX_BLOCK_N``: a row and a ``dw`` accumulator no longer
   fit in one SM's registers.  The split backward first computes each row's
   ``c = rstd * sum(dy * w * x) / N`` (reading ``x`` and ``dy``), then walks column stripes
@@ -46,11 +49,8 @@ import torch
 import triton
 import triton.language as tl
 
-_FWD_PERSISTENT_BLOCK_N = 32768
-"""Padded row width from which the forward runs a persistent, prefetching grid."""
-
-_FWD_MAX_PREFETCH_BYTES = 128 * 1024
-"""Shared memory the prefetching forward may use for its two row buffers (sm_90 has 227 KiB)."""
+_FWD_FIXED_WIDTH_BLOCK_N = 8192
+"""Padded row width from which the forward compiles the width into a one-row-per-program kernel."""
 
 _BWD_MAX_BLOCK_N = 16384
 """Widest padded row the one-pass backward keeps in registers; wider rows take the split backward."""
@@ -85,6 +85,29 @@ def _rms_norm_fwd_kernel(
         y = x * rstd[:, None] * w[None, :]
         tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
         tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+
+
+@triton.jit
+def _rms_norm_fwd_row_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Normalize row ``pid`` with its width ``N`` compiled in.
+
+    ``rstd = rsqrt(sum(x^2) / N + eps)``, ``y = x * rstd * w``; loads and stores are masked
+    only when ``N`` is not a power of two.
+    """
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    if N == BLOCK_N:
+        x = tl.load(x_ptr + row * N + cols).to(tl.float32)
+    else:
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+    if N == BLOCK_N:
+        y = x * rstd * tl.load(w_ptr + cols).to(tl.float32)
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty))
+    else:
+        y = x * rstd * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
+    tl.store(rstd_ptr + row, rstd)
 
 
 @triton.jit
@@ -241,12 +264,17 @@ def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N:
 
 @dataclass(frozen=True)
 class FwdPlan:
-    """A forward launch: ``block_m`` rows per step; ``persistent`` grids prefetch ``num_stages - 1`` steps."""
+    """A forward launch: ``block_m`` rows per step; ``persistent`` grids prefetch ``num_stages - 1`` steps.
+
+    ``fixed_width`` plans run :func:`_rms_norm_fwd_row_kernel` (one row per program, so
+    ``block_m`` 1, one stage, not persistent) with ``num_warps``.
+    """
 
     block_m: int
     num_warps: int
     num_stages: int = 1
     persistent: bool = False
+    fixed_width: bool = False
 
 
 @dataclass(frozen=True)
@@ -269,9 +297,14 @@ class BwdPlan:
     rows_per_program: int | None = None
 
 
-_BWD_ONE_PASS_TILES = {4096: (1, 4), 8192: (2, 16), 16384: (1, 16)}
-"""``(BLOCK_M, num_warps)`` of the one-pass backward by padded width, the fastest in the H200
-probe (``results/h200/rms_norm/NOTES.md``): 32 values of a row per thread, no pipelining."""
+_BWD_ONE_PASS_PLANS = {
+    4096: BwdPlan("one_pass_prefetch", 1, 4096, 16),
+    8192: BwdPlan("one_pass_prefetch", 1, 8192, 16),
+    16384: BwdPlan("one_pass", 1, 16384, 16),
+}
+"""The one-pass backward by padded width, the fastest in the H200 probes
+(``results/h200/rms_norm/NOTES.md``): one row per step; the next row is loaded ahead up to
+8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
 
 _SPLIT_STRIPE = BwdPlan("split", block_m=4, block_n=1024, num_warps=4, rows_per_program=256)
 """The split backward for rows wider than ``_BWD_MAX_BLOCK_N``, the fastest in the H200 probe."""
@@ -290,17 +323,16 @@ def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int
     return block_m, num_warps
 
 
-def fwd_plan(m: int, n: int, element_size: int) -> FwdPlan:
-    """The forward launch for an ``(m, n)`` input of ``element_size``-byte values.
+def fwd_plan(m: int, n: int) -> FwdPlan:
+    """The forward launch for an ``(m, n)`` input.
 
     Narrow rows are grouped into tiles of 4096 values; rows from 4096 wide get one program
-    each with 8 warps; rows from ``_FWD_PERSISTENT_BLOCK_N`` wide, a persistent grid of programs
-    with 64 row values per thread (16 warps at 32768) that prefetch their next row.
+    each with 8 warps; rows from ``_FWD_FIXED_WIDTH_BLOCK_N`` wide, the fixed-width kernel with
+    16 warps at 8192 and 32 from 16384 (the fastest in the H200 probe 8).
     """
     block_n = triton.next_power_of_2(n)
-    if block_n >= _FWD_PERSISTENT_BLOCK_N:
-        stages = 2 if 2 * block_n * element_size <= _FWD_MAX_PREFETCH_BYTES else 1
-        return FwdPlan(1, min(32, block_n // 2048), num_stages=stages, persistent=True)
+    if block_n >= _FWD_FIXED_WIDTH_BLOCK_N:
+        return FwdPlan(1, 16 if block_n == 8192 else 32, fixed_width=True)
     if block_n >= 4096:
         return FwdPlan(1, 8)
     return FwdPlan(*_tile(block_n, values_per_thread=32, min_tile=4096))
@@ -311,9 +343,8 @@ def bwd_plan(m: int, n: int) -> BwdPlan:
     block_n = triton.next_power_of_2(n)
     if block_n > _BWD_MAX_BLOCK_N:
         return _SPLIT_STRIPE
-    if block_n in _BWD_ONE_PASS_TILES:
-        block_m, num_warps = _BWD_ONE_PASS_TILES[block_n]
-        return BwdPlan("one_pass", block_m, block_n, num_warps)
+    if block_n in _BWD_ONE_PASS_PLANS:
+        return _BWD_ONE_PASS_PLANS[block_n]
     block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
     return BwdPlan("one_pass", block_m, block_n, num_warps, num_stages=2)
 
@@ -360,6 +391,10 @@ def launch_fwd(
     m, n = x.shape
     y = torch.empty_like(x)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    if plan.fixed_width:
+        _rms_norm_fwd_row_kernel[(m,)](x, weight, y, rstd, eps, N=n, BLOCK_N=triton.next_power_of_2(n),
+                                       num_warps=plan.num_warps)
+        return y, rstd
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=triton.next_power_of_2(n),
                 NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
     args = (x, weight, y, rstd, m, n, eps)
@@ -469,7 +504,7 @@ def rms_norm_fwd(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RMS-normalize the rows of 2-D ``x``; returns ``y`` and the fp32 ``rstd`` of shape (M,)."""
     x, weight = x.contiguous(), weight.contiguous()
-    return launch_fwd(x, weight, eps, fwd_plan(*x.shape, x.element_size()))
+    return launch_fwd(x, weight, eps, fwd_plan(*x.shape))
 
 
 @rms_norm_fwd.register_fake

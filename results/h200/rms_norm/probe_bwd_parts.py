@@ -45,7 +45,7 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
     xf, dyf = x.double(), dy.double()
     rstd_ref = torch.rsqrt(xf.pow(2).mean(-1) + EPS)
     dw_ref = (dyf * xf * rstd_ref[:, None]).sum(0)
-    _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n, 2))
+    _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n))
     plan = impl.bwd_plan(m, n)
     nbytes = 3 * m * n * 2
     src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)  # read + write = nbytes

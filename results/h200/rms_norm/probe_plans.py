@@ -48,6 +48,8 @@ def fwd_candidates(n: int) -> Iterator[impl.FwdPlan]:
         yield impl.FwdPlan(block_m, warps)
         if 2 * block_m * block_n * 2 <= MAX_PREFETCH_BYTES:
             yield impl.FwdPlan(block_m, warps, 2, persistent=True)
+        if block_m == 1:
+            yield impl.FwdPlan(1, warps, fixed_width=True)
 
 
 def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
@@ -113,10 +115,10 @@ def main() -> None:
             "bwd": (rstd_ref[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True)),
                     (dyf * xhat).sum(0)),
         }[mode]
-        _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n, 2))
+        _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n))
         nbytes = {"fwd": 2 * m * n * 2, "bwd": 3 * m * n * 2}[mode]
         ceiling_ms = copy_ms(timer, nbytes)
-        default = impl.fwd_plan(m, n, 2) if mode == "fwd" else impl.bwd_plan(m, n)
+        default = impl.fwd_plan(m, n) if mode == "fwd" else impl.bwd_plan(m, n)
         plans = fwd_candidates(n) if mode == "fwd" else bwd_candidates(n)
         calls = {repr(plan): (functools.partial(impl.launch_fwd, x, weight, EPS, plan) if mode == "fwd"
                               else functools.partial(impl.launch_bwd, dy, x, weight, rstd, plan))
