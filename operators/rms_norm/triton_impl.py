@@ -111,6 +111,18 @@ def _rms_norm_fwd_row_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr
 
 
 @triton.jit
+def _rows_grad(x, dy, w, rstd, N):
+    """``dx`` of a block of fp32 rows, and the block's column sums of ``dy * xhat``.
+
+    ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``.
+    """
+    xhat = x * rstd[:, None]
+    g = dy * w[None, :]
+    c = tl.sum(g * xhat, axis=1) / N
+    return rstd[:, None] * (g - xhat * c[:, None]), tl.sum(dy * xhat, axis=0)
+
+
+@triton.jit
 def _rms_norm_bwd_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
@@ -136,12 +148,9 @@ def _rms_norm_bwd_kernel(
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
 
-        xhat = x * rstd[:, None]
-        g = dy * w[None, :]
-        c = tl.sum(g * xhat, axis=1) / N
-        dx = rstd[:, None] * (g - xhat * c[:, None])
+        dx, dw_rows = _rows_grad(x, dy, w, rstd, N)
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += tl.sum(dy * xhat, axis=0)
+        dw += dw_rows
 
     tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
 
@@ -183,12 +192,9 @@ def _rms_norm_bwd_prefetch_kernel(
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
 
-        xhat = x * rstd[:, None]
-        g = dy * w[None, :]
-        c = tl.sum(g * xhat, axis=1) / N
-        dx = rstd[:, None] * (g - xhat * c[:, None])
+        dx, dw_rows = _rows_grad(x, dy, w, rstd, N)
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += tl.sum(dy * xhat, axis=0)
+        dw += dw_rows
 
     tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
 
