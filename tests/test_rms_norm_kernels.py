@@ -68,8 +68,7 @@ def test_eps_keeps_an_all_zero_row_finite(impl):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
-    # Rows count as wide from 64 columns: fixed-width forward, split backward (4 column stripes).
-    monkeypatch.setattr(triton_impl, "_FWD_FIXED_WIDTH_BLOCK_N", 64)
+    # Rows count as wide from 64 columns: the split backward (4 column stripes) runs.
     monkeypatch.setattr(triton_impl, "_BWD_MAX_BLOCK_N", 64)
     split = triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=4)
     monkeypatch.setattr(triton_impl, "_SPLIT_STRIPE", split)
@@ -91,6 +90,33 @@ PLANS = {
     "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4, fixed_width=True),
                             triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
 }
+
+
+class LaunchSpy:
+    """Stands in for a jitted kernel and records each launch's name before running it."""
+
+    def __init__(self, kernel, name, launched):
+        self.kernel, self.name, self.launched = kernel, name, launched
+
+    def __getitem__(self, grid):
+        self.launched.append(self.name)
+        return self.kernel[grid]
+
+
+def test_rows_from_8192_wide_run_the_fixed_width_forward_and_prefetching_backward(monkeypatch):
+    # The default path for 5000-wide rows (padded to 8192) must launch the two kernels the
+    # H200 probes chose, masked, and still match the float64 reference.
+    launched = []
+    for name in ("_rms_norm_fwd_row_kernel", "_rms_norm_bwd_prefetch_kernel"):
+        monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
+    outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 5000, torch.float32)
+    assert launched == ["_rms_norm_fwd_row_kernel", "_rms_norm_bwd_prefetch_kernel"]
+    assert_matches_reference(outputs, expected, torch.float32)
+
+
+def test_fixed_width_forward_plan_refuses_settings_it_would_ignore():
+    with pytest.raises(ValueError, match="one row per program"):
+        triton_impl.FwdPlan(4, 8, fixed_width=True)
 
 
 @pytest.mark.parametrize("n", [256, 200])

@@ -51,7 +51,9 @@ than the default sweep's M = 4096 (at 1024 x 32768 the split backward's winner l
 Triton geometry at 4096 x 32768)."""
 
 TUNING_PARTIAL_ROWS = 256
-"""Partial ``dw`` rows :func:`rms_norm_dw_sum` configs are timed on (the backward at M = 4096)."""
+"""Partial ``dw`` rows :func:`rms_norm_dw_sum` configs are timed on: what the tuned backward
+leaves at M = 4096 for widths 2048, 4096 and 16384 (16-128 at the other widths; 512-2048 at
+16384 x 8192 and 32768 x 4096, where the stored configs load every row at once)."""
 
 
 @helion.kernel
