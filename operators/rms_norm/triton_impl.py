@@ -468,12 +468,10 @@ def _launch_one_pass_bwd(
 ) -> torch.Tensor:
     """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
-                num_warps=plan.num_warps)
-    kernel = _rms_norm_bwd_kernel
-    if plan.kernel == "one_pass_prefetch":
-        kernel = _rms_norm_bwd_prefetch_kernel
-        del meta["NUM_STAGES"]
+    meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps)
+    kernel = _rms_norm_bwd_prefetch_kernel if plan.kernel == "one_pass_prefetch" else _rms_norm_bwd_kernel
+    if kernel is _rms_norm_bwd_kernel:
+        meta["NUM_STAGES"] = plan.num_stages
     if plan.rows_per_program is not None:
         programs = triton.cdiv(m, plan.rows_per_program)
     else:

@@ -12,12 +12,9 @@ model counts is timed as the ceiling::
 
 from __future__ import annotations
 
-import argparse
-import json
-
 import torch
+from probe_common import probe_parser, shapes_from, start_gpu_timing, write_records
 
-from harness.device import measure_copy_gbps, prepare_backends
 from harness.timing import CudaTimer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
@@ -81,21 +78,15 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--shape", action="append", help="M,N (default: the M*N >= 2^24 sweep shapes)")
-    args = parser.parse_args()
-    prepare_backends("cuda")
-    timer = CudaTimer(warmup_ms=5, rep_ms=25)
-    copy_gbps = measure_copy_gbps("cuda", timer.warmup_ms, timer.rep_ms)
-    shapes = [tuple(map(int, s.split(","))) for s in args.shape] if args.shape else SHAPES
+    args = probe_parser(__doc__, "the M*N >= 2^24 sweep shapes").parse_args()
+    timer, copy_gbps = start_gpu_timing()
+    shapes = shapes_from(args.shape, SHAPES)
     records = []
     for m, n in shapes:
         shape_records, summary = probe_shape(timer, m, n, copy_gbps)
         records += shape_records
         print(summary, flush=True)
-        with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+        write_records(args.out, records)
 
 
 if __name__ == "__main__":

@@ -21,17 +21,14 @@ Each result's ``dx`` and summed ``dw`` are checked against a float64 reference::
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 
 import torch
 import triton
 import triton.language as tl
+from probe_bwd_parts import helion_partials
+from probe_common import probe_parser, shapes_from, start_gpu_timing, write_records
 
-from harness.device import measure_copy_gbps, prepare_backends
-from harness.timing import CudaTimer
-from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.operator import EPS
 
@@ -109,20 +106,10 @@ def launch_variant(kernel, dy, x, weight, rstd, rows: int, warps: int) -> tuple[
     return dx, dw_partial
 
 
-def helion_partials(dy, x, weight, rstd) -> tuple[torch.Tensor, torch.Tensor]:
-    """Helion's one-pass backward kernel with its stored config."""
-    return helion_impl._run("rms_norm_bwd", x, dy, x, weight, rstd)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--shape", action="append", help="M,N (default: 4096x8192, 4096x16384, 16384x8192)")
-    args = parser.parse_args()
-    prepare_backends("cuda")
-    timer = CudaTimer(warmup_ms=5, rep_ms=25)
-    copy_gbps = measure_copy_gbps("cuda", timer.warmup_ms, timer.rep_ms)
-    shapes = [tuple(map(int, s.split(","))) for s in args.shape] if args.shape else SHAPES
+    args = probe_parser(__doc__, "4096x8192, 4096x16384, 16384x8192").parse_args()
+    timer, copy_gbps = start_gpu_timing()
+    shapes = shapes_from(args.shape, SHAPES)
     records = []
     for m, n in shapes:
         x = torch.randn(m, n, device="cuda", dtype=DTYPE)
@@ -161,8 +148,7 @@ def main() -> None:
                 record["error"] = f"{type(exc).__name__}: {exc}"[:300]
                 print(f"{m}x{n} {label}: {record['error']}", flush=True)
             records.append(record)
-        with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+        write_records(args.out, records)
 
 
 if __name__ == "__main__":

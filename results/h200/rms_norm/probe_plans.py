@@ -13,18 +13,16 @@ one JSON record per timing and prints the best plans::
 
 from __future__ import annotations
 
-import argparse
 import functools
 import itertools
-import json
 import time
 from collections.abc import Iterator
 
 import torch
 import triton
+from probe_common import probe_parser, shapes_from, start_gpu_timing, write_records
 from sass_fwd_compare import helion_style_fwd
 
-from harness.device import measure_copy_gbps, prepare_backends
 from harness.timing import CudaTimer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
@@ -89,19 +87,14 @@ def copy_ms(timer: CudaTimer, nbytes: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
+    parser = probe_parser(__doc__, "the sweep's, M*N >= 2^24")
     parser.add_argument("--budget-s", type=float, default=200.0)
-    parser.add_argument("--shape", action="append", help="M,N to probe (default: the sweep's, M*N >= 2^24)")
     parser.add_argument("--mode", action="append", choices=("fwd", "bwd"), help="default: both")
     args = parser.parse_args()
-    prepare_backends("cuda")
-    timer = CudaTimer(warmup_ms=5, rep_ms=25)
-    copy_gbps = measure_copy_gbps("cuda", timer.warmup_ms, timer.rep_ms)
+    timer, copy_gbps = start_gpu_timing()
     deadline = time.monotonic() + args.budget_s
     records = []
-    shapes = ([tuple(map(int, shape.split(","))) for shape in args.shape] if args.shape
-              else [shape for shape in CUDA_SHAPES if shape[0] * shape[1] >= 2**24])
+    shapes = shapes_from(args.shape, [shape for shape in CUDA_SHAPES if shape[0] * shape[1] >= 2**24])
     for (m, n), mode in itertools.product(shapes, args.mode or ("fwd", "bwd")):
         x = torch.randn(m, n, device="cuda", dtype=DTYPE)
         weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
@@ -154,8 +147,7 @@ def main() -> None:
             print(f"{mode} {m}x{n}: copy(same bytes) {100 * nbytes / ceiling_ms / 1e6 / copy_gbps:.1f}% | "
                   f"default {base['pct_copy']:.1f}% | best {best['pct_copy']:.1f}% {best['plan']}{others}",
                   flush=True)
-        with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+        write_records(args.out, records)
 
 
 if __name__ == "__main__":
