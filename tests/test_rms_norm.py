@@ -66,11 +66,12 @@ def test_helion_tuning_jobs_cover_every_kernel_of_the_default_cuda_sweep(dtype: 
     from operators.rms_norm import helion_impl
 
     jobs = helion_impl.tuning_jobs(dtype, "cuda")
+    shapes = RMSNormOperator("cuda", dtype).default_shapes()
     expected = {
         helion_impl.config_key(name, dtype, helion_impl.width_bucket(n))
-        for _, n in RMSNormOperator("cuda", dtype).default_shapes()
+        for _, n in shapes
         for name in helion_impl.kernels_for_width(n)
-    }
+    } | {helion_impl.dw_sum_keys(dtype, n, helion_impl.MANY_PARTIAL_ROWS)[0] for _, n in shapes}
     assert {job.key for job in jobs} == expected
     assert len(jobs) == len(expected)
     for job in jobs:

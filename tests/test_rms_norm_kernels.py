@@ -218,3 +218,36 @@ def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):
     assert 4 <= len(candidates) <= 12
     for config in candidates:
         assert "@triton.jit" in bound.to_triton_code(config)
+
+
+def test_helion_dw_sum_many_rows_candidates_generate_triton_code():
+    jobs = helion_impl.tuning_jobs(torch.float16, "cpu")
+    job = next(job for job in jobs if job.key.endswith("|n4096|p2048"))
+    args = job.make_args()
+    assert args[0].shape == (helion_impl.TUNING_MANY_PARTIAL_ROWS, 4096)
+    bound = helion_impl.rms_norm_dw_sum.bind(args)
+    for config in job.candidates:
+        assert "@triton.jit" in bound.to_triton_code(config)
+
+
+def test_helion_dw_sum_prefers_the_many_rows_config_from_many_partial_rows(monkeypatch, tmp_path):
+    # With a many-rows config stored, a backward that leaves MANY_PARTIAL_ROWS partial rows
+    # must run with it, and one that leaves fewer with the width's own config.
+    width_key, many_key = "rms_norm_dw_sum|float32|n256", "rms_norm_dw_sum|float32|n256|p2048"
+    few = helion_impl.MANY_PARTIAL_ROWS - 1
+    assert helion_impl.dw_sum_keys(torch.float32, 200, few) == (width_key,)
+    assert helion_impl.dw_sum_keys(torch.float32, 200, few + 1) == (many_key, width_key)
+    chosen = []
+
+    def record_dw_sum(kernel, store, keys, *args):
+        if kernel is helion_impl.rms_norm_dw_sum:
+            chosen.append((args[0].size(0), keys))
+        return kernel(*args)
+
+    monkeypatch.setattr(helion_impl, "call_with_stored_config", record_dw_sum)
+    monkeypatch.setattr(helion_impl, "MANY_PARTIAL_ROWS", 2)
+    for m in (64, 1):
+        run_forward_backward(helion_impl.rms_norm, m, 200, torch.float32)
+    (many_rows, many_rows_keys), (few_rows, few_rows_keys) = chosen
+    assert many_rows >= 2 and many_rows_keys == (many_key, width_key)
+    assert few_rows == 1 and few_rows_keys == (width_key,)

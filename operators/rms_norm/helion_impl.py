@@ -51,9 +51,17 @@ than the default sweep's M = 4096 (at 1024 x 32768 the split backward's winner l
 Triton geometry at 4096 x 32768)."""
 
 TUNING_PARTIAL_ROWS = 256
-"""Partial ``dw`` rows :func:`rms_norm_dw_sum` configs are timed on: what the tuned backward
-leaves at M = 4096 for widths 2048, 4096 and 16384 (16-128 at the other widths; 512-2048 at
-16384 x 8192 and 32768 x 4096, where the stored configs load every row at once)."""
+"""Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what the
+tuned backward leaves at M = 4096 for widths 2048, 4096 and 16384 (16-128 at the others)."""
+
+MANY_PARTIAL_ROWS = 1024
+"""From this many partial ``dw`` rows, :func:`rms_norm_dw_sum` takes the configs stored under
+the width bucket plus ``|p{TUNING_MANY_PARTIAL_ROWS}`` when there are any: the width-bucket
+configs load all 256 rows at once, which at 32768 x 4096 (2048 rows) took 22.8 us against
+~9 for the bytes (probe 5)."""
+
+TUNING_MANY_PARTIAL_ROWS = 2048
+"""Partial ``dw`` rows the many-rows :func:`rms_norm_dw_sum` configs are timed on (32768 x 4096)."""
 
 
 @helion.kernel
@@ -195,6 +203,15 @@ def _run(name: str, x: torch.Tensor, *args: object) -> object:
     return call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *args)
 
 
+def dw_sum_keys(dtype: torch.dtype, n: int, partial_rows: int) -> tuple[str, ...]:
+    """Stored-config keys of :func:`rms_norm_dw_sum` over ``partial_rows`` rows of width ``n``,
+    in order of preference: the many-rows slot (from ``MANY_PARTIAL_ROWS``), then the width's."""
+    width_key = config_key("rms_norm_dw_sum", dtype, width_bucket(n))
+    if partial_rows < MANY_PARTIAL_ROWS:
+        return (width_key,)
+    return (f"{width_key}|p{TUNING_MANY_PARTIAL_ROWS}", width_key)
+
+
 class RMSNormFunction(torch.autograd.Function):
     """Autograd wiring: the forward saves ``x``, ``weight`` and ``rstd`` for the backward."""
 
@@ -213,7 +230,8 @@ class RMSNormFunction(torch.autograd.Function):
         else:
             c = _run("rms_norm_bwd_row_dot", x, *args)
             dx, dw_partial = _run("rms_norm_bwd_stripe", x, *args, c)
-        return dx, _run("rms_norm_dw_sum", x, dw_partial, weight), None
+        keys = dw_sum_keys(x.dtype, x.size(1), dw_partial.size(0))
+        return dx, call_with_stored_config(rms_norm_dw_sum, CONFIG_PATH, keys, dw_partial, weight), None
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -233,8 +251,8 @@ def tuning_args(
     weight = torch.randn(n, dtype=dtype, device=device)
     if kernel_name == "rms_norm_fwd":
         return x, weight, 1e-6
-    if kernel_name == "rms_norm_dw_sum":
-        return torch.randn(TUNING_PARTIAL_ROWS, n, dtype=torch.float32, device=device), weight
+    if kernel_name == "rms_norm_dw_sum":  # ``m`` partial rows
+        return torch.randn(m, n, dtype=torch.float32, device=device), weight
     if kernel_name not in KERNELS:
         raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(KERNELS)}")
     rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
@@ -361,6 +379,21 @@ def _dw_sum_candidates(_width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
+def _dw_sum_many_rows_candidates() -> list[helion.Config]:
+    # Thousands of rows: a reduction loop keeps each program's tile at 2-8K values, and more
+    # columns per program keep every SM busy when the width is small.
+    base = {"block_sizes": [32], "reduction_loops": [128], "num_warps": 4}
+    variants = [
+        {},
+        {"reduction_loops": [256], "num_warps": 8},
+        {"block_sizes": [16], "reduction_loops": [256]},
+        {"block_sizes": [64], "reduction_loops": [64]},
+        {"block_sizes": [8], "reduction_loops": [512], "num_warps": 8},
+        {"block_sizes": [16], "reduction_loops": [None]},
+    ]
+    return _unique(base, variants)
+
+
 def _unique(base: dict, variants: list[dict]) -> list[helion.Config]:
     configs = []
     for variant in variants:
@@ -374,17 +407,35 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
     """Every stored-config slot of the default sweep for ``dtype``, with its candidates.
 
     Per width bucket: the forward and the backward kernels that rows of that width run, timed
-    on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows; arguments are made only when a
-    job is tuned.
+    on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows (``rms_norm_dw_sum`` on
+    ``TUNING_PARTIAL_ROWS``), and ``rms_norm_dw_sum``'s many-rows slot on
+    ``TUNING_MANY_PARTIAL_ROWS``; arguments are made only when a job is tuned.
     """
-    return [
+    jobs = [
         TuningJob(
             kernel=KERNELS[name],
             key=config_key(name, dtype, width_bucket(width)),
-            make_args=functools.partial(tuning_args, name, max(TUNING_NUMEL // width, TUNING_MIN_ROWS),
-                                        width, dtype, device),
+            make_args=functools.partial(tuning_args, name, _tuning_rows(name, width), width, dtype, device),
             candidates=tuning_candidates(name, width),
         )
         for width in TUNING_WIDTHS
         for name in kernels_for_width(width)
     ]
+    many_rows = [
+        TuningJob(
+            kernel=rms_norm_dw_sum,
+            key=dw_sum_keys(dtype, width, TUNING_MANY_PARTIAL_ROWS)[0],
+            make_args=functools.partial(tuning_args, "rms_norm_dw_sum", TUNING_MANY_PARTIAL_ROWS, width,
+                                        dtype, device),
+            candidates=_dw_sum_many_rows_candidates(),
+        )
+        for width in TUNING_WIDTHS
+    ]
+    return jobs + many_rows
+
+
+def _tuning_rows(kernel_name: str, width: int) -> int:
+    """Rows of the arguments a kernel's width-bucket configs are timed on."""
+    if kernel_name == "rms_norm_dw_sum":
+        return TUNING_PARTIAL_ROWS
+    return max(TUNING_NUMEL // width, TUNING_MIN_ROWS)
