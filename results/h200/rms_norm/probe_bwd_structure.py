@@ -12,7 +12,12 @@ shape, the main kernels (no partial-``dw`` sum) of:
 * ``contiguous_rows``: the same code with each program's rows contiguous (runtime width, masks);
 * ``helion_style``: Helion's generated structure written in Triton (contiguous rows, width
   compiled in, no masks, int32 offsets);
-* ``helion``: Helion's kernel with its stored config.
+* ``helion``: Helion's kernel with its stored config;
+* ``bf16_kept``: Triton's one-pass kernel (strided rows) that keeps ``x`` and ``dy`` in bf16
+  registers and converts them again where ``dx`` needs them, through the bit pattern, so the
+  compiler cannot merge the two conversions into one live fp32 copy.  Offline ``ptxas`` for
+  sm_90a: 122 registers and no spills for one 16384 row with 16 warps, where the one-pass
+  kernel needs 128 and spills 92 bytes (added after probe 9, prediction 8 in NOTES.md).
 
 Each result's ``dx`` and summed ``dw`` are checked against a float64 reference::
 
@@ -90,6 +95,39 @@ def helion_style_bwd(
     tl.store(dw_partial_ptr + pid * N + cols, dw)
 
 
+@triton.jit
+def _bf16_as_fp32(v):
+    """bf16 values as fp32 through their bit pattern: exact, and not CSE'd with ``.to(tl.float32)``."""
+    return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def bf16_kept_bwd(dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N, BLOCK_N: tl.constexpr):
+    """Triton's one-pass backward, one row a step, strided over the grid, ``x`` and ``dy`` kept in bf16.
+
+    ``c = rstd * sum(dy * w * x) / N``, ``dx = rstd * (dy * w - x * rstd * c)``; row ``pid``
+    of ``dw_partial`` gets the program's ``sum(dy * x * rstd)``.
+    """
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    programs = tl.num_programs(0)
+    for i in tl.range(0, tl.cdiv(M - pid, programs), num_stages=1):
+        row = pid + i * programs
+        offsets = row.to(tl.int64) * N + cols
+        x = tl.load(x_ptr + offsets, mask=col_mask, other=0.0)
+        dy = tl.load(dy_ptr + offsets, mask=col_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + row)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+        c = tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0) * rstd / N
+        xhat = _bf16_as_fp32(x) * rstd
+        dy32 = _bf16_as_fp32(dy)
+        tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
+        dw += dy32 * xhat
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
+
+
 def launch_variant(kernel, dy, x, weight, rstd, rows: int, warps: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``dx`` and the partial ``dw`` rows of ``kernel`` with ``rows`` rows a program."""
     m, n = x.shape
@@ -98,6 +136,8 @@ def launch_variant(kernel, dy, x, weight, rstd, rows: int, warps: int) -> tuple[
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
     if kernel is helion_style_bwd:
         kernel[(programs,)](dy, x, weight, rstd, dx, dw_partial, ROWS=rows, N=n, num_warps=warps)
+    elif kernel is bf16_kept_bwd:
+        kernel[(programs,)](dy, x, weight, rstd, dx, dw_partial, m, n, BLOCK_N=n, num_warps=warps)
     elif kernel is contiguous_rows_bwd:
         kernel[(programs,)](dy, x, weight, rstd, dx, dw_partial, m, n, rows, BLOCK_N=n, num_warps=warps)
     else:
@@ -128,7 +168,7 @@ def main() -> None:
             "helion": functools.partial(helion_partials, dy, x, weight, rstd),
         }
         for name, kernel in (("triton_strided_rows", None), ("contiguous_rows", contiguous_rows_bwd),
-                             ("helion_style", helion_style_bwd)):
+                             ("helion_style", helion_style_bwd), ("bf16_kept", bf16_kept_bwd)):
             for rows in (16, 32):
                 for warps in (16, 32):
                     calls[f"{name} rows={rows} warps={warps}"] = functools.partial(
