@@ -6,6 +6,8 @@ prepare_backends("cpu")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 from operators.rms_norm import helion_impl, triton_impl  # noqa: E402
 
@@ -73,7 +75,7 @@ def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
     split = triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=4)
     monkeypatch.setattr(triton_impl, "_SPLIT_STRIPE", split)
     monkeypatch.setattr(triton_impl, "_ROW_DOT_BLOCK_N", 64)  # the row sums loop over 4 chunks
-    assert triton_impl.bwd_plan(9, 200).kernel == "split"
+    assert triton_impl.bwd_plan(9, 200, dtype).kernel == "split"
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 9, 200, dtype)
     assert_matches_reference(outputs, expected, dtype)
 
@@ -89,6 +91,10 @@ PLANS = {
                  triton_impl.BwdPlan("one_pass_prefetch", 2, 256, 4)),
     "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4, fixed_width=True),
                             triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
+    "kept": (triton_impl.FwdPlan(1, 4),
+             triton_impl.BwdPlan("one_pass_kept", 1, 256, 4, rows_per_program=5)),
+    "shared_rows": (triton_impl.FwdPlan(1, 4),  # four programs a row, 64 columns each
+                    triton_impl.BwdPlan("shared_rows", 1, 64, 4)),
 }
 
 
@@ -112,6 +118,41 @@ def test_rows_from_8192_wide_run_the_fixed_width_forward_and_prefetching_backwar
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 5000, torch.float32)
     assert launched == ["_rms_norm_fwd_row_kernel", "_rms_norm_bwd_prefetch_kernel"]
     assert_matches_reference(outputs, expected, torch.float32)
+
+
+def test_rows_32768_wide_run_the_shared_rows_backward(monkeypatch):
+    # 20000-wide rows (padded to 32768) must be shared by two programs, masked, on the default path.
+    launched = []
+    name = "_rms_norm_bwd_shared_rows_kernel"
+    monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
+    outputs, expected = run_forward_backward(triton_impl.rms_norm, 3, 20000, torch.float32)
+    assert launched == [name]
+    assert_matches_reference(outputs, expected, torch.float32)
+
+
+def test_only_bf16_keeps_its_input_at_16384_wide():
+    # fp16's second conversion would be merged with the first, so it keeps the one-pass kernel.
+    assert triton_impl.bwd_plan(4096, 16384, torch.bfloat16).kernel == "one_pass_kept"
+    assert triton_impl.bwd_plan(4096, 10000, torch.bfloat16).kernel == "one_pass_kept"
+    for dtype in (torch.float16, torch.float32):
+        assert triton_impl.bwd_plan(4096, 16384, dtype).kernel == "one_pass"
+    assert triton_impl.bwd_plan(4096, 32768, torch.bfloat16).kernel == "shared_rows"
+    assert triton_impl.bwd_plan(4096, 32769, torch.bfloat16).kernel == "split"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_second_conversion_to_fp32_is_exact(dtype):
+    # The kept-input backward converts bf16 through its bit pattern: it must equal .float().
+    @triton.jit
+    def convert(src, dst, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(dst + offsets, triton_impl._fp32_again(tl.load(src + offsets)))
+
+    x = (torch.randn(64) * 1e3).to(dtype)
+    x[:3] = torch.tensor([0.0, -0.0, 1e-30]).to(dtype)
+    out = torch.empty(64)
+    convert[(1,)](x, out, BLOCK=64)
+    assert torch.equal(out, x.float())
 
 
 def test_fixed_width_forward_plan_refuses_settings_it_would_ignore():
@@ -162,16 +203,50 @@ def test_helion_dw_sum_adds_partial_rows_in_weight_dtype(rows):
 
 def test_unknown_backward_kernel_is_refused():
     x = torch.randn(4, 8)
-    with pytest.raises(ValueError, match="valid: one_pass, one_pass_prefetch, split"):
+    valid = "valid: one_pass, one_pass_prefetch, one_pass_kept, shared_rows, split"
+    with pytest.raises(ValueError, match=valid):
         triton_impl.launch_bwd(x, x, torch.randn(8), torch.ones(4), triton_impl.BwdPlan("fused", 1, 8, 4))
 
 
-def test_helion_wide_row_backward_matches_reference(monkeypatch):
+@pytest.mark.parametrize(
+    ("shared_rows_max_width", "kernels"),
+    [(256, ["rms_norm_bwd_shared_rows", "rms_norm_dw_sum"]),
+     (128, ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe", "rms_norm_dw_sum"])],
+)
+def test_helion_wide_row_backwards_match_reference(monkeypatch, shared_rows_max_width, kernels):
+    # Rows count as wide from 128 columns: 200 (padded to 256) takes shared rows, or the split.
     monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
-    assert helion_impl.bwd_kernel_names(200) == ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe",
-                                                 "rms_norm_dw_sum"]
+    monkeypatch.setattr(helion_impl, "SHARED_ROWS_MAX_WIDTH", shared_rows_max_width)
+    assert helion_impl.bwd_kernel_names(200) == kernels
     outputs, expected = run_forward_backward(helion_impl.rms_norm, M, 200, torch.float32)
     assert_matches_reference(outputs, expected, torch.float32)
+
+
+def helion_bwd(dy, x, weight, rstd):
+    """Helion's backward kernels for ``x``'s width: ``dx`` and the summed fp32 ``dw``."""
+    dx, dw_partial = helion_impl.bwd_partials(dy, x, weight, rstd)
+    return dx, dw_partial.sum(0)
+
+
+def bf16_backward_errors(bwd, m, n):
+    """Largest ``dx`` and ``dw`` errors of a bf16 backward, over the largest float64 value."""
+    x, weight, dy = (torch.randn(m, n).bfloat16(), torch.randn(n).bfloat16(), torch.randn(m, n).bfloat16())
+    rstd = torch.rsqrt(x.double().pow(2).mean(-1) + EPS).float()
+    dx, dw = bwd(dy, x, weight, rstd)
+    _, dx_want, dw_want = reference(x, weight, dy)
+    return [((got.double() - want).abs().max() / want.abs().max()).item()
+            for got, want in ((dx, dx_want), (dw, dw_want))]
+
+
+def test_bf16_backwards_at_16384_wide_keep_their_input_and_match_reference(monkeypatch):
+    # 10000-wide bf16 rows (padded to 16384) take the kept-input kernels of both backends.
+    launched = []
+    name = "_rms_norm_bwd_kept_kernel"
+    monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
+    for backend, bwd in (("triton", triton_impl.rms_norm_bwd), ("helion", helion_bwd)):
+        dx_err, dw_err = bf16_backward_errors(bwd, 5, 10000)
+        assert dx_err < 1e-2 and dw_err < 1e-2, backend  # bf16 keeps 8 bits: 4e-3 per rounding
+    assert launched == [name]
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -209,7 +284,8 @@ def test_triton_rms_norm_compiles_without_graph_breaks():
 @pytest.mark.parametrize(
     ("kernel_name", "n"),
     [("rms_norm_fwd", 4096), ("rms_norm_bwd", 4096), ("rms_norm_bwd", 16384),
-     ("rms_norm_bwd_row_dot", 32768), ("rms_norm_bwd_stripe", 32768), ("rms_norm_dw_sum", 4096)],
+     ("rms_norm_bwd_row_dot", 32768), ("rms_norm_bwd_stripe", 32768), ("rms_norm_bwd_shared_rows", 32768),
+     ("rms_norm_dw_sum", 4096)],
 )
 def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):
     args = helion_impl.tuning_args(kernel_name, 64, n, torch.float16, "cpu")

@@ -11,9 +11,13 @@ kernel divides by the padded block width when ``N`` is not a power of two.
 
 The backward kernels return one partial ``dw`` row per outer tile of rows;
 :func:`rms_norm_dw_sum` sums them and casts the sum to the weight's dtype in one kernel.
-Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's registers next to a ``dw``
-accumulator, so they take the split backward: :func:`rms_norm_bwd_row_dot` computes each
-row's ``c = rstd * sum(dy * w * x) / N``, then :func:`rms_norm_bwd_stripe` walks column
+From 16384 wide, :func:`rms_norm_bwd` keeps bf16 ``x`` and ``dy`` in bf16 and converts them
+twice (through the bit pattern the second time), so the row and the ``dw`` accumulator fit
+in registers.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's registers
+next to a ``dw`` accumulator: up to ``SHARED_ROWS_MAX_WIDTH`` :func:`rms_norm_bwd_shared_rows`
+gives each row's column stripes to tiles that each reduce the whole row (the repeated reads
+mostly hit L2); wider rows take the split backward: :func:`rms_norm_bwd_row_dot` computes
+each row's ``c = rstd * sum(dy * w * x) / N``, then :func:`rms_norm_bwd_stripe` walks column
 stripes over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers
 (it reads ``x`` and ``dy`` twice, but streams).
 
@@ -37,7 +41,10 @@ from operators.helion_configs import TuningJob, call_with_stored_config, config_
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 
 BWD_MAX_WIDTH = 16384
-"""Widest padded row :func:`rms_norm_bwd` handles; wider rows take the split backward."""
+"""Widest padded row :func:`rms_norm_bwd` handles."""
+
+SHARED_ROWS_MAX_WIDTH = 32768
+"""Widest padded row :func:`rms_norm_bwd_shared_rows` handles; wider rows take the split backward."""
 
 TUNING_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
 """The width buckets of the rms_norm operator's default CUDA sweep (N=5120 pads to 8192)."""
@@ -91,23 +98,36 @@ def rms_norm_bwd(
     """Gradients of :func:`rms_norm_fwd`: ``dx`` [M, N] and partial ``dw`` fp32 [B, N].
 
     Each outer tile of rows (``B`` of them) accumulates ``sum(dy * xhat)`` in fp32 registers
-    over its inner row tiles and writes one row of the partial ``dw``.
+    over its inner row tiles and writes one row of the partial ``dw``.  bf16 rows wider than
+    8192 keep ``x`` and ``dy`` in bf16 and convert them again (bit pattern, which the
+    compiler cannot merge with the first conversion) for ``dx`` and ``dw``: only the bf16
+    copies stay live across the row sum.
     """
     m, n = x.size()
     n = hl.specialize(n)
+    keep_bf16 = x.dtype == torch.bfloat16 and n > 8192
     block_m = hl.register_block_size(m)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
     for tile_outer in hl.tile(m, block_size=block_m):
         dw_acc = hl.zeros([n], dtype=torch.float32)
         for tile_m in hl.tile(tile_outer.begin, tile_outer.end):
-            x_tile = x[tile_m, :].to(torch.float32)
-            dy_tile = grad_out[tile_m, :].to(torch.float32)
             rstd_tile = rstd[tile_m][:, None]
-            xhat = x_tile * rstd_tile
-            g = dy_tile * weight[None, :].to(torch.float32)
-            c = (g * xhat).sum(-1) / n
-            dx[tile_m, :] = (rstd_tile * (g - xhat * c[:, None])).to(dx.dtype)
+            if keep_bf16:
+                x_raw = x[tile_m, :]
+                dy_raw = grad_out[tile_m, :]
+                w = weight[None, :].to(torch.float32)
+                c = (dy_raw.to(torch.float32) * w * x_raw.to(torch.float32)).sum(-1) / n
+                xhat = (x_raw.view(torch.int16).to(torch.int32) << 16).view(torch.float32) * rstd_tile
+                dy_tile = (dy_raw.view(torch.int16).to(torch.int32) << 16).view(torch.float32)
+                dx[tile_m, :] = (rstd_tile * (dy_tile * w - xhat * (c[:, None] * rstd_tile))).to(dx.dtype)
+            else:
+                x_tile = x[tile_m, :].to(torch.float32)
+                dy_tile = grad_out[tile_m, :].to(torch.float32)
+                xhat = x_tile * rstd_tile
+                g = dy_tile * weight[None, :].to(torch.float32)
+                c = (g * xhat).sum(-1) / n
+                dx[tile_m, :] = (rstd_tile * (g - xhat * c[:, None])).to(dx.dtype)
             dw_acc += (dy_tile * xhat).sum(0)
         dw_partial[tile_outer.id, :] = dw_acc
     return dx, dw_partial
@@ -162,6 +182,39 @@ def rms_norm_bwd_stripe(
 
 
 @helion.kernel
+def rms_norm_bwd_shared_rows(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-pass backward for wide rows: ``dx`` [M, N] and partial ``dw`` fp32 [G, N].
+
+    Each (column stripe, group of rows) tile walks its rows; per row it reduces the whole row
+    to ``s = sum(dy * w * x)``, then writes its stripe of
+    ``dx = rstd * (dy * w - xhat * rstd * s / N)`` and adds ``dy * xhat`` to the stripe's
+    ``dw`` in registers.  The stripes of a row run side by side, so the row read for ``s``
+    by all but one of them mostly comes from L2.
+    """
+    m, n = x.size()
+    n = hl.specialize(n)
+    block_g = hl.register_block_size(m)
+    dx = torch.empty_like(x)
+    dw_partial = torch.empty([helion.cdiv(m, block_g), n], dtype=torch.float32, device=x.device)
+    for tile_n, tile_g in hl.tile([n, m], block_size=[None, block_g]):
+        w = weight[tile_n].to(torch.float32)
+        dw_acc = hl.zeros([tile_n], dtype=torch.float32)
+        for tile_m in hl.tile(tile_g.begin, tile_g.end):
+            rstd_tile = rstd[tile_m][:, None]
+            s = (grad_out[tile_m, :].to(torch.float32) * weight[None, :].to(torch.float32)
+                 * x[tile_m, :].to(torch.float32)).sum(-1)
+            xhat = x[tile_m, tile_n].to(torch.float32) * rstd_tile
+            dy_tile = grad_out[tile_m, tile_n].to(torch.float32)
+            c = s[:, None] * rstd_tile / n
+            dx[tile_m, tile_n] = (rstd_tile * (dy_tile * w[None, :] - xhat * c)).to(dx.dtype)
+            dw_acc += (dy_tile * xhat).sum(0)
+        dw_partial[tile_g.id, tile_n] = dw_acc
+    return dx, dw_partial
+
+
+@helion.kernel
 def rms_norm_dw_sum(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``dw[j] = sum_i dw_partial[i, j]`` over the fp32 partial rows [B, N], cast to ``weight``'s dtype."""
     _, n = dw_partial.size()
@@ -176,6 +229,7 @@ KERNELS = {
     "rms_norm_bwd": rms_norm_bwd,
     "rms_norm_bwd_row_dot": rms_norm_bwd_row_dot,
     "rms_norm_bwd_stripe": rms_norm_bwd_stripe,
+    "rms_norm_bwd_shared_rows": rms_norm_bwd_shared_rows,
     "rms_norm_dw_sum": rms_norm_dw_sum,
 }
 """The Helion kernels of this module by the name their configs are stored under."""
@@ -188,8 +242,11 @@ def width_bucket(n: int) -> str:
 
 def bwd_kernel_names(n: int) -> list[str]:
     """The backward kernels that run rows of width ``n``, in launch order."""
-    if triton.next_power_of_2(n) <= BWD_MAX_WIDTH:
+    width = triton.next_power_of_2(n)
+    if width <= BWD_MAX_WIDTH:
         return ["rms_norm_bwd", "rms_norm_dw_sum"]
+    if width <= SHARED_ROWS_MAX_WIDTH:
+        return ["rms_norm_bwd_shared_rows", "rms_norm_dw_sum"]
     return ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe", "rms_norm_dw_sum"]
 
 
@@ -212,6 +269,17 @@ def dw_sum_keys(dtype: torch.dtype, n: int, partial_rows: int) -> tuple[str, ...
     return (f"{width_key}|p{TUNING_MANY_PARTIAL_ROWS}", width_key)
 
 
+def bwd_partials(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The backward's main kernels for ``x``'s width: ``dx`` and the fp32 partial ``dw`` rows."""
+    args = (grad_out, x, weight, rstd)
+    first = bwd_kernel_names(x.size(1))[0]
+    if first == "rms_norm_bwd_row_dot":
+        return _run("rms_norm_bwd_stripe", x, *args, _run(first, x, *args))
+    return _run(first, x, *args)
+
+
 class RMSNormFunction(torch.autograd.Function):
     """Autograd wiring: the forward saves ``x``, ``weight`` and ``rstd`` for the backward."""
 
@@ -224,12 +292,7 @@ class RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         x, weight, rstd = ctx.saved_tensors
-        args = (grad_out.contiguous(), x, weight, rstd)
-        if "rms_norm_bwd" in bwd_kernel_names(x.size(1)):
-            dx, dw_partial = _run("rms_norm_bwd", x, *args)
-        else:
-            c = _run("rms_norm_bwd_row_dot", x, *args)
-            dx, dw_partial = _run("rms_norm_bwd_stripe", x, *args, c)
+        dx, dw_partial = bwd_partials(grad_out.contiguous(), x, weight, rstd)
         keys = dw_sum_keys(x.dtype, x.size(1), dw_partial.size(0))
         return dx, call_with_stored_config(rms_norm_dw_sum, CONFIG_PATH, keys, dw_partial, weight), None
 
@@ -276,6 +339,7 @@ def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
         "rms_norm_bwd": _bwd_candidates,
         "rms_norm_bwd_row_dot": _row_dot_candidates,
         "rms_norm_bwd_stripe": _stripe_candidates,
+        "rms_norm_bwd_shared_rows": _shared_rows_candidates,
         "rms_norm_dw_sum": _dw_sum_candidates,
     }
     if kernel_name not in candidates:
@@ -328,6 +392,9 @@ def _bwd_candidates(width: int) -> list[helion.Config]:
             {"num_warps": max(4, width // 1024)},
             {"block_sizes": [outer, 2], "num_warps": min(32, width // 512)},
         ]
+    if width >= 16384:
+        # The Triton kept-input backward's fastest: 32 rows a program, 32 warps (probe 11).
+        variants.append({"block_sizes": [32, 1], "num_warps": 32})
     if per_sm > 1:
         variants += [
             {"block_sizes": [2 * outer, rows]},
@@ -361,6 +428,22 @@ def _stripe_candidates(_width: int) -> list[helion.Config]:
         {"block_sizes": [256, 2048, 4]},
         {"block_sizes": [256, 512, 16]},
         {"block_sizes": [256, 1024, 4], "num_warps": 4},
+    ]
+    return _unique(base, variants)
+
+
+def _shared_rows_candidates(_width: int) -> list[helion.Config]:
+    # Block sizes: rows per group (one partial dw row each), the stripe a tile owns, rows per
+    # step.  Two 16384-wide stripes with 16 warps was the fastest Triton geometry at 32768
+    # (probe 13).
+    base = {"block_sizes": [64, 16384, 1], "num_warps": 16}
+    variants = [
+        {},
+        {"num_warps": 32},
+        {"block_sizes": [32, 16384, 1]},
+        {"block_sizes": [128, 16384, 1]},
+        {"block_sizes": [64, 8192, 1]},
+        {"pid_type": "persistent_interleaved"},
     ]
     return _unique(base, variants)
 

@@ -25,8 +25,14 @@ program.
   program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts).
   From 4096 to 8192 wide, each program loads its next row into registers
   before it reduces and stores the current one, so one resident program per SM keeps DRAM busy.
-* Backward, rows wider than ``_BWD_MAX_BLOCK_N``: a row and a ``dw`` accumulator no longer
-  fit in one SM's registers.  The split backward first computes each row's
+  At 16384 wide (bf16), a fixed grid of 32 warps per program keeps ``x`` and ``dy`` in bf16
+  and converts them twice, which is what lets the row and ``dw`` fit without spilling
+  (probe 11: 84% of copy bandwidth for the main kernel, against 60% for the spilling kernel).
+* Backward, 32768 wide: a row and its ``dw`` accumulator no longer fit in one SM's
+  registers.  Each row is read whole by two programs that each own half its columns for
+  ``dx`` and ``dw``; the second read mostly comes from L2 (probe 13: 61% against 57% for the
+  split backward).
+* Backward, rows wider than ``_BWD_MAX_BLOCK_N``: the split backward first computes each row's
   ``c = rstd * sum(dy * w * x) / N`` (reading ``x`` and ``dy``), then walks column stripes
   over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers: it reads
   ``x`` and ``dy`` twice, 5/3 of the one-pass traffic, but streams: on the H200 it beat a
@@ -53,8 +59,8 @@ import triton.language as tl
 _FWD_FIXED_WIDTH_BLOCK_N = 8192
 """Padded row width from which the forward compiles the width into a one-row-per-program kernel."""
 
-_BWD_MAX_BLOCK_N = 16384
-"""Widest padded row the one-pass backward keeps in registers; wider rows take the split backward."""
+_BWD_MAX_BLOCK_N = 32768
+"""Widest padded row a one-pass backward handles; wider rows take the split backward."""
 
 _INTERPRETER_PROGRAMS = 4
 """Persistent grid size under Triton's CPU interpreter."""
@@ -202,6 +208,85 @@ def _rms_norm_bwd_prefetch_kernel(
 
 
 @triton.jit
+def _fp32_again(v):
+    """``v`` as fp32, converted anew: bf16 through its bit pattern, so the compiler cannot
+    reuse an earlier ``.to(tl.float32)`` of the same values and keep that fp32 copy alive."""
+    if v.dtype == tl.bfloat16:
+        return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
+    return v.to(tl.float32)
+
+
+@triton.jit
+def _rms_norm_bwd_kept_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N, BLOCK_N: tl.constexpr
+):
+    """One-pass backward, one row a step strided over the grid, ``x`` and ``dy`` kept in their dtype.
+
+    ``c = rstd * sum(dy * w * x) / N``, ``dx = rstd * (dy * w - x * rstd * c)``; the
+    program's ``sum(dy * x * rstd)`` is row ``pid`` of ``dw_partial``.  ``x`` and ``dy`` are
+    converted to fp32 once for the row sum and again (:func:`_fp32_again`) for ``dx`` and
+    ``dw``, so only their 16-bit copies live across the sum: at 16384 wide the row, the
+    ``dw`` accumulator and ``w`` then fit in registers without spilling.
+    """
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    programs = tl.num_programs(0)
+    for i in tl.range(0, tl.cdiv(M - pid, programs), num_stages=1):
+        row = pid + i * programs
+        offsets = row.to(tl.int64) * N + cols
+        x = tl.load(x_ptr + offsets, mask=col_mask, other=0.0)
+        dy = tl.load(dy_ptr + offsets, mask=col_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + row)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+        c = tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0) * rstd / N
+        xhat = _fp32_again(x) * rstd
+        dy32 = _fp32_again(dy)
+        tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
+        dw += dy32 * xhat
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
+
+
+@triton.jit
+def _rms_norm_bwd_shared_rows_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    BLOCK_N: tl.constexpr, OWNED: tl.constexpr,
+):
+    """One-pass backward for rows too wide for one program: ``BLOCK_N // OWNED`` programs per row.
+
+    The programs of group ``pid // parts`` stride over the rows together; each computes
+    ``c = rstd * sum(dy * w * x) / N`` over the whole row, then reloads its own ``OWNED``
+    columns (from L1) for ``dx = rstd * (dy * w - x * rstd * c)`` and ``dw += dy * x * rstd``,
+    and stores its columns of ``dw`` in row ``group`` of ``dw_partial``.  No program waits for
+    another; partners read the same rows at about the same time, so one of them mostly
+    reads from L2 and DRAM sees one pass.
+    """
+    parts: tl.constexpr = BLOCK_N // OWNED
+    pid = tl.program_id(0)
+    part = pid % parts
+    group = pid // parts
+    groups = tl.num_programs(0) // parts
+    cols = tl.arange(0, BLOCK_N)
+    own = part * OWNED + tl.arange(0, OWNED)
+    w_own = tl.load(w_ptr + own, mask=own < N, other=0.0).to(tl.float32)
+    dw = tl.zeros([OWNED], dtype=tl.float32)
+    for row in tl.range(group, M, groups, num_stages=1):
+        base = tl.cast(row, tl.int64) * N
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + row)
+        c = tl.sum(dy * w * x, axis=0) * rstd / N
+        xhat = tl.load(x_ptr + base + own, mask=own < N, other=0.0).to(tl.float32) * rstd
+        dy_own = tl.load(dy_ptr + base + own, mask=own < N, other=0.0).to(tl.float32)
+        tl.store(dx_ptr + base + own, (rstd * (dy_own * w_own - xhat * c)).to(dx_ptr.dtype.element_ty),
+                 mask=own < N)
+        dw += dy_own * xhat
+    tl.store(dw_partial_ptr + group.to(tl.int64) * N + own, dw, mask=own < N)
+
+
+@triton.jit
 def _rms_norm_bwd_row_dot_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, c_ptr, M, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -295,10 +380,13 @@ class BwdPlan:
 
     ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers),
     ``"one_pass_prefetch"`` (the same, loading the next rows while it works on the current
-    ones; ``num_stages`` unused) or ``"split"`` (a row-sum kernel, then ``block_n``-wide column
-    stripes over groups of ``rows_per_program`` rows).  The one-pass grids are persistent (as
-    many programs as are resident) unless ``rows_per_program`` fixes them at
-    ``cdiv(M, rows_per_program)`` programs.
+    ones; ``num_stages`` unused), ``"one_pass_kept"`` (one row a step with ``x`` and ``dy``
+    kept in their dtype; ``block_m`` 1, ``num_stages`` unused), ``"shared_rows"`` (rows read
+    whole by several programs, each owning ``block_n`` of the columns; persistent,
+    ``block_m`` 1) or ``"split"`` (a row-sum kernel, then ``block_n``-wide column stripes over
+    groups of ``rows_per_program`` rows).  The one-pass grids are persistent (as many programs
+    as are resident) unless ``rows_per_program`` fixes them at ``cdiv(M, rows_per_program)``
+    programs.
     """
 
     kernel: str
@@ -313,10 +401,16 @@ _BWD_ONE_PASS_PLANS = {
     4096: BwdPlan("one_pass_prefetch", 1, 4096, 16),
     8192: BwdPlan("one_pass_prefetch", 1, 8192, 16),
     16384: BwdPlan("one_pass", 1, 16384, 16),
+    32768: BwdPlan("shared_rows", 1, 16384, 16),
 }
 """The one-pass backward by padded width, the fastest in the H200 probes
 (``results/h200/rms_norm/NOTES.md``): one row per step; the next row is loaded ahead up to
-8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
+8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth;
+32768-wide rows are shared by two programs of 16 warps (32 warps spill)."""
+
+_BWD_KEPT_PLAN = BwdPlan("one_pass_kept", 1, 16384, 32, rows_per_program=32)
+"""The bf16 backward at padded width 16384: ``x`` and ``dy`` kept in bf16, 32 warps and 32
+rows a program (probe 11: 84% of copy bandwidth, against 81-83% for 16 rows or 16 warps)."""
 
 _SPLIT_STRIPE = BwdPlan("split", block_m=4, block_n=1024, num_warps=4, rows_per_program=256)
 """The split backward for rows wider than ``_BWD_MAX_BLOCK_N``, the fastest in the H200 probe."""
@@ -350,11 +444,17 @@ def fwd_plan(m: int, n: int) -> FwdPlan:
     return FwdPlan(*_tile(block_n, values_per_thread=32, min_tile=4096))
 
 
-def bwd_plan(m: int, n: int) -> BwdPlan:
-    """The backward launch for an ``(m, n)`` input (persistent one-pass up to ``_BWD_MAX_BLOCK_N``)."""
+def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
+    """The backward launch for an ``(m, n)`` input of ``dtype`` (one-pass up to ``_BWD_MAX_BLOCK_N``).
+
+    Only bf16 takes the kept-input kernel at 16384 wide: its second conversion goes through
+    the bit pattern, while the compiler merges fp16's two conversions into one live fp32 copy.
+    """
     block_n = triton.next_power_of_2(n)
     if block_n > _BWD_MAX_BLOCK_N:
         return _SPLIT_STRIPE
+    if block_n == _BWD_KEPT_PLAN.block_n and dtype == torch.bfloat16:
+        return _BWD_KEPT_PLAN
     if block_n in _BWD_ONE_PASS_PLANS:
         return _BWD_ONE_PASS_PLANS[block_n]
     block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
@@ -468,10 +568,15 @@ def _launch_one_pass_bwd(
 ) -> torch.Tensor:
     """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps)
-    kernel = _rms_norm_bwd_prefetch_kernel if plan.kernel == "one_pass_prefetch" else _rms_norm_bwd_kernel
-    if kernel is _rms_norm_bwd_kernel:
-        meta["NUM_STAGES"] = plan.num_stages
+    if plan.kernel == "one_pass_kept":
+        kernel, meta = _rms_norm_bwd_kept_kernel, dict(BLOCK_N=plan.block_n, num_warps=plan.num_warps)
+    elif plan.kernel == "one_pass_prefetch":
+        kernel = _rms_norm_bwd_prefetch_kernel
+        meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps)
+    else:
+        kernel = _rms_norm_bwd_kernel
+        meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
+                    num_warps=plan.num_warps)
     if plan.rows_per_program is not None:
         programs = triton.cdiv(m, plan.rows_per_program)
     else:
@@ -484,7 +589,28 @@ def _launch_one_pass_bwd(
     return dw_partial
 
 
+def _launch_shared_rows_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    dx: torch.Tensor, plan: BwdPlan,
+) -> torch.Tensor:
+    """Run the shared-rows backward into ``dx``; returns the partial ``dw`` rows, one per group.
+
+    The grid is persistent and whole groups only, so the partners of a row run at once.
+    """
+    m, n = x.shape
+    meta = dict(BLOCK_N=triton.next_power_of_2(n), OWNED=plan.block_n, num_warps=plan.num_warps)
+    parts = meta["BLOCK_N"] // plan.block_n
+    probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)  # ``rstd`` stands in for dw_partial
+    groups = max(1, _persistent_grid(_rms_norm_bwd_shared_rows_kernel, probe_args, meta, x.device,
+                                     m * parts) // parts)
+    dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
+    args = (grad_out, x, weight, rstd, dx, dw_partial, m, n)
+    _rms_norm_bwd_shared_rows_kernel[(groups * parts,)](*args, **meta)
+    return dw_partial
+
+
 _BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "one_pass_prefetch": _launch_one_pass_bwd,
+                  "one_pass_kept": _launch_one_pass_bwd, "shared_rows": _launch_shared_rows_bwd,
                   "split": _launch_split_bwd}
 """The host launcher of each ``BwdPlan.kernel``."""
 
@@ -528,7 +654,7 @@ def rms_norm_bwd(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients ``(dx, dw)`` of :func:`rms_norm_fwd` given ``grad_out`` and the saved ``rstd``."""
     grad_out, x, weight = grad_out.contiguous(), x.contiguous(), weight.contiguous()
-    return launch_bwd(grad_out, x, weight, rstd, bwd_plan(*x.shape))
+    return launch_bwd(grad_out, x, weight, rstd, bwd_plan(*x.shape, x.dtype))
 
 
 @rms_norm_bwd.register_fake

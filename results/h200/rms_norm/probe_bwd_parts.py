@@ -13,43 +13,25 @@ model counts is timed as the ceiling::
 from __future__ import annotations
 
 import torch
-from probe_common import probe_parser, shapes_from, start_gpu_timing, write_records
+from probe_common import DTYPE, bwd_inputs, probe_parser, shapes_from, start_gpu_timing, write_records
 
 from harness.timing import CudaTimer
 from operators.helion_configs import call_with_stored_config
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
-from operators.rms_norm.operator import EPS
 
-DTYPE = torch.bfloat16
 SHAPES = ((4096, 4096), (4096, 8192), (4096, 16384), (4096, 32768), (16384, 8192), (32768, 4096))
-
-
-def helion_partials(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
-                    rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The Helion backward's main kernels: ``dx`` and its fp32 partial ``dw`` rows."""
-    args = (dy, x, weight, rstd)
-    if "rms_norm_bwd" in helion_impl.bwd_kernel_names(x.size(1)):
-        return helion_impl._run("rms_norm_bwd", x, *args)
-    c = helion_impl._run("rms_norm_bwd_row_dot", x, *args)
-    return helion_impl._run("rms_norm_bwd_stripe", x, *args, c)
 
 
 def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[list[dict], str]:
     """Time every part at ``(m, n)``; returns the records and a one-line summary."""
-    x = torch.randn(m, n, device="cuda", dtype=DTYPE)
-    weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
-    dy = torch.randn_like(x)
-    xf, dyf = x.double(), dy.double()
-    rstd_ref = torch.rsqrt(xf.pow(2).mean(-1) + EPS)
-    dw_ref = (dyf * xf * rstd_ref[:, None]).sum(0)
-    _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n))
-    plan = impl.bwd_plan(m, n)
+    x, weight, dy, rstd, _, dw_ref = bwd_inputs(m, n)
+    plan = impl.bwd_plan(m, n, DTYPE)
     nbytes = 3 * m * n * 2
     src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)  # read + write = nbytes
     dst = torch.empty_like(src)
     _, t_partial = impl.launch_bwd_partials(dy, x, weight, rstd, plan)
-    _, h_partial = helion_partials(dy, x, weight, rstd)
+    _, h_partial = helion_impl.bwd_partials(dy, x, weight, rstd)
     old_tile = (32, 64)
     parts = {
         "copy_same_bytes": lambda: dst.copy_(src),
@@ -57,7 +39,7 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
         "triton_main": lambda: impl.launch_bwd_partials(dy, x, weight, rstd, plan),
         "triton_sum_old_tile": lambda: impl.sum_partial_rows(t_partial, weight, old_tile),
         "triton_sum_new_tile": lambda: impl.sum_partial_rows(t_partial, weight),
-        "helion_main": lambda: helion_partials(dy, x, weight, rstd),
+        "helion_main": lambda: helion_impl.bwd_partials(dy, x, weight, rstd),
         "helion_torch_sum_cast": lambda: h_partial.sum(0).to(weight.dtype),
         "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
         "helion_dw_sum": lambda: call_with_stored_config(

@@ -17,7 +17,8 @@ shape, the main kernels (no partial-``dw`` sum) of:
   registers and converts them again where ``dx`` needs them, through the bit pattern, so the
   compiler cannot merge the two conversions into one live fp32 copy.  Offline ``ptxas`` for
   sm_90a: 122 registers and no spills for one 16384 row with 16 warps, where the one-pass
-  kernel needs 128 and spills 92 bytes (added after probe 9, prediction 8 in NOTES.md).
+  kernel needs 128 and spills 92 bytes (added after probe 9, prediction 8 in NOTES.md; since
+  probe 11 it is ``triton_impl``'s ``one_pass_kept`` kernel, which this variant runs).
 
 Each result's ``dx`` and summed ``dw`` are checked against a float64 reference::
 
@@ -31,13 +32,19 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from probe_bwd_parts import helion_partials
-from probe_common import probe_parser, shapes_from, start_gpu_timing, write_records
+from probe_common import (
+    DTYPE,
+    bwd_inputs,
+    check_and_time,
+    probe_parser,
+    shapes_from,
+    start_gpu_timing,
+    write_records,
+)
 
+from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
-from operators.rms_norm.operator import EPS
 
-DTYPE = torch.bfloat16
 SHAPES = ((4096, 8192), (4096, 16384), (16384, 8192))
 
 
@@ -95,39 +102,6 @@ def helion_style_bwd(
     tl.store(dw_partial_ptr + pid * N + cols, dw)
 
 
-@triton.jit
-def _bf16_as_fp32(v):
-    """bf16 values as fp32 through their bit pattern: exact, and not CSE'd with ``.to(tl.float32)``."""
-    return (v.to(tl.int16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def bf16_kept_bwd(dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N, BLOCK_N: tl.constexpr):
-    """Triton's one-pass backward, one row a step, strided over the grid, ``x`` and ``dy`` kept in bf16.
-
-    ``c = rstd * sum(dy * w * x) / N``, ``dx = rstd * (dy * w - x * rstd * c)``; row ``pid``
-    of ``dw_partial`` gets the program's ``sum(dy * x * rstd)``.
-    """
-    pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
-    programs = tl.num_programs(0)
-    for i in tl.range(0, tl.cdiv(M - pid, programs), num_stages=1):
-        row = pid + i * programs
-        offsets = row.to(tl.int64) * N + cols
-        x = tl.load(x_ptr + offsets, mask=col_mask, other=0.0)
-        dy = tl.load(dy_ptr + offsets, mask=col_mask, other=0.0)
-        rstd = tl.load(rstd_ptr + row)
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-        c = tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0) * rstd / N
-        xhat = _bf16_as_fp32(x) * rstd
-        dy32 = _bf16_as_fp32(dy)
-        tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
-        dw += dy32 * xhat
-    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
-
-
 def launch_variant(kernel, dy, x, weight, rstd, rows: int, warps: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``dx`` and the partial ``dw`` rows of ``kernel`` with ``rows`` rows a program."""
     m, n = x.shape
@@ -136,12 +110,10 @@ def launch_variant(kernel, dy, x, weight, rstd, rows: int, warps: int) -> tuple[
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
     if kernel is helion_style_bwd:
         kernel[(programs,)](dy, x, weight, rstd, dx, dw_partial, ROWS=rows, N=n, num_warps=warps)
-    elif kernel is bf16_kept_bwd:
-        kernel[(programs,)](dy, x, weight, rstd, dx, dw_partial, m, n, BLOCK_N=n, num_warps=warps)
     elif kernel is contiguous_rows_bwd:
         kernel[(programs,)](dy, x, weight, rstd, dx, dw_partial, m, n, rows, BLOCK_N=n, num_warps=warps)
     else:
-        plan = impl.BwdPlan("one_pass", 1, triton.next_power_of_2(n), warps, rows_per_program=rows)
+        plan = impl.BwdPlan(kernel, 1, triton.next_power_of_2(n), warps, rows_per_program=rows)
         return impl.launch_bwd_partials(dy, x, weight, rstd, plan)
     return dx, dw_partial
 
@@ -152,42 +124,22 @@ def main() -> None:
     shapes = shapes_from(args.shape, SHAPES)
     records = []
     for m, n in shapes:
-        x = torch.randn(m, n, device="cuda", dtype=DTYPE)
-        weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
-        dy = torch.randn_like(x)
-        xd, wd, dyd = x.double(), weight.double(), dy.double()
-        rstd_ref = torch.rsqrt(xd.pow(2).mean(-1) + EPS)
-        xhat, g = xd * rstd_ref[:, None], dyd * wd
-        dx_ref = rstd_ref[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True))
-        dw_ref = (dyd * xhat).sum(0)
-        _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n))
+        x, weight, dy, rstd, dx_ref, dw_ref = bwd_inputs(m, n)
         nbytes = 3 * m * n * 2
         calls = {
             "triton_default": functools.partial(impl.launch_bwd_partials, dy, x, weight, rstd,
-                                                impl.bwd_plan(m, n)),
-            "helion": functools.partial(helion_partials, dy, x, weight, rstd),
+                                                impl.bwd_plan(m, n, DTYPE)),
+            "helion": functools.partial(helion_impl.bwd_partials, dy, x, weight, rstd),
         }
-        for name, kernel in (("triton_strided_rows", None), ("contiguous_rows", contiguous_rows_bwd),
-                             ("helion_style", helion_style_bwd), ("bf16_kept", bf16_kept_bwd)):
+        for name, kernel in (("triton_strided_rows", "one_pass"), ("contiguous_rows", contiguous_rows_bwd),
+                             ("helion_style", helion_style_bwd), ("bf16_kept", "one_pass_kept")):
             for rows in (16, 32):
                 for warps in (16, 32):
                     calls[f"{name} rows={rows} warps={warps}"] = functools.partial(
                         launch_variant, kernel, dy, x, weight, rstd, rows, warps)
         for label, call in calls.items():
             record = {"shape": [m, n], "variant": label, "copy_gbps": copy_gbps}
-            try:
-                dx, dw_partial = call()
-                record["dx_max_rel_err"] = ((dx.double() - dx_ref).abs().max() / dx_ref.abs().max()).item()
-                record["dw_max_rel_err"] = ((dw_partial.double().sum(0) - dw_ref).abs().max()
-                                            / dw_ref.abs().max()).item()
-                ms = timer.measure(call).p50
-                record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / copy_gbps)
-                print(f"{m}x{n} {label}: {record['pct_copy']:.1f}% (errors {record['dx_max_rel_err']:.1e},"
-                      f" {record['dw_max_rel_err']:.1e})", flush=True)
-            except Exception as exc:  # a variant that fails to compile or launch is recorded
-                record["error"] = f"{type(exc).__name__}: {exc}"[:300]
-                print(f"{m}x{n} {label}: {record['error']}", flush=True)
-            records.append(record)
+            records.append(check_and_time(timer, call, record, (dx_ref, dw_ref), nbytes))
         write_records(args.out, records)
 
 

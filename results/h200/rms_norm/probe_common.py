@@ -14,6 +14,11 @@ import torch
 
 from harness.device import measure_copy_gbps, prepare_backends
 from harness.timing import CudaTimer
+from operators.rms_norm import triton_impl
+from operators.rms_norm.operator import EPS
+
+DTYPE = torch.bfloat16
+"""The dtype every rms_norm probe runs in."""
 
 
 def probe_parser(doc: str, default_shapes: str) -> argparse.ArgumentParser:
@@ -40,3 +45,51 @@ def write_records(path: str, records: list[dict]) -> None:
     """Write the probe's records, with the GPU's name, to ``path``."""
     with open(path, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+
+
+def bwd_reference(
+    x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``dx`` and ``dw`` of the rms_norm backward in float64, with ``rstd`` recomputed from ``x``."""
+    xd, wd, dyd = x.double(), weight.double(), dy.double()
+    rstd = torch.rsqrt(xd.pow(2).mean(-1) + EPS)
+    xhat, g = xd * rstd[:, None], dyd * wd
+    return rstd[:, None] * (g - xhat * (g * xhat).mean(-1, keepdim=True)), (dyd * xhat).sum(0)
+
+
+def max_rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
+    """The largest absolute error over the largest reference magnitude."""
+    return ((got.double() - want).abs().max() / want.abs().max()).item()
+
+
+def bwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
+    """Fresh bf16 ``x``, ``weight`` and ``dy`` on the GPU, ``rstd`` from Triton's forward, and
+    the float64 ``dx`` and ``dw`` they should give."""
+    x = torch.randn(m, n, device="cuda", dtype=DTYPE)
+    weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
+    dy = torch.randn_like(x)
+    _, rstd = triton_impl.launch_fwd(x, weight, EPS, triton_impl.fwd_plan(m, n))
+    return (x, weight, dy, rstd, *bwd_reference(x, weight, dy))
+
+
+def check_and_time(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
+                   nbytes: int) -> dict:
+    """Run a backward variant, record its errors against the float64 ``refs`` and its time.
+
+    ``call`` returns ``dx`` and either ``dw`` or the partial ``dw`` rows (summed here);
+    ``record`` holds the shape, variant and ``copy_gbps``.  A variant that fails to compile or
+    launch is recorded with its error, not raised.
+    """
+    try:
+        dx, dw = call()
+        record["dx_max_rel_err"] = max_rel_err(dx, refs[0])
+        record["dw_max_rel_err"] = max_rel_err(dw.sum(0) if dw.dim() == 2 else dw, refs[1])
+        ms = timer.measure(call).p50
+        record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / record["copy_gbps"])
+        summary = (f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}% "
+                   f"(errors {record['dx_max_rel_err']:.1e}, {record['dw_max_rel_err']:.1e})")
+    except Exception as exc:  # recorded, so the other variants still run
+        record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
+    m, n = record["shape"]
+    print(f"{m}x{n} {record['variant']} {record.get('scope', '')}: {summary}", flush=True)
+    return record

@@ -111,7 +111,7 @@ def main() -> None:
         _, rstd = impl.launch_fwd(x, weight, EPS, impl.fwd_plan(m, n))
         nbytes = {"fwd": 2 * m * n * 2, "bwd": 3 * m * n * 2}[mode]
         ceiling_ms = copy_ms(timer, nbytes)
-        default = impl.fwd_plan(m, n) if mode == "fwd" else impl.bwd_plan(m, n)
+        default = impl.fwd_plan(m, n) if mode == "fwd" else impl.bwd_plan(m, n, DTYPE)
         plans = fwd_candidates(n) if mode == "fwd" else bwd_candidates(n)
         calls = {repr(plan): (functools.partial(impl.launch_fwd, x, weight, EPS, plan) if mode == "fwd"
                               else functools.partial(impl.launch_bwd, dy, x, weight, rstd, plan))
