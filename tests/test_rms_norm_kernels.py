@@ -296,34 +296,36 @@ def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):
         assert "@triton.jit" in bound.to_triton_code(config)
 
 
-def test_helion_dw_sum_many_rows_candidates_generate_triton_code():
+@pytest.mark.parametrize(("name", "rows"), [("rms_norm_bwd", 32768), ("rms_norm_dw_sum", 2048)])
+def test_helion_many_rows_slots_are_tuned_on_many_rows(name, rows):
     jobs = helion_impl.tuning_jobs(torch.float16, "cpu")
-    job = next(job for job in jobs if job.key.endswith("|n4096|p2048"))
-    args = job.make_args()
-    assert args[0].shape == (helion_impl.TUNING_MANY_PARTIAL_ROWS, 4096)
-    bound = helion_impl.rms_norm_dw_sum.bind(args)
+    job = next(job for job in jobs if job.key == f"{name}|float16|n4096|rows{rows}")
+    assert job.make_args.args[:3] == (name, rows, 4096)  # arguments are only made when tuned
+    bound = helion_impl.KERNELS[name].bind(helion_impl.tuning_args(name, 64, 4096, torch.float16, "cpu"))
     for config in job.candidates:
         assert "@triton.jit" in bound.to_triton_code(config)
 
 
-def test_helion_dw_sum_prefers_the_many_rows_config_from_many_partial_rows(monkeypatch, tmp_path):
-    # With a many-rows config stored, a backward that leaves MANY_PARTIAL_ROWS partial rows
-    # must run with it, and one that leaves fewer with the width's own config.
-    width_key, many_key = "rms_norm_dw_sum|float32|n256", "rms_norm_dw_sum|float32|n256|p2048"
-    few = helion_impl.MANY_PARTIAL_ROWS - 1
-    assert helion_impl.dw_sum_keys(torch.float32, 200, few) == (width_key,)
-    assert helion_impl.dw_sum_keys(torch.float32, 200, few + 1) == (many_key, width_key)
-    chosen = []
+def test_helion_kernels_prefer_their_many_rows_config_from_many_rows(monkeypatch):
+    # With many-rows slots from 32 rows (backward) and 2 partial rows (sum), a 64-row input
+    # must ask for both many-rows configs first, and a 1-row input for the width's only.
+    calls = []
 
-    def record_dw_sum(kernel, store, keys, *args):
-        if kernel is helion_impl.rms_norm_dw_sum:
-            chosen.append((args[0].size(0), keys))
+    def record(kernel, store, keys, *args):
+        calls.append((kernel.name, keys))
         return kernel(*args)
 
-    monkeypatch.setattr(helion_impl, "call_with_stored_config", record_dw_sum)
-    monkeypatch.setattr(helion_impl, "MANY_PARTIAL_ROWS", 2)
+    monkeypatch.setattr(helion_impl, "call_with_stored_config", record)
+    slots = {"rms_norm_bwd": (32, 32768), "rms_norm_dw_sum": (2, 2048)}
+    monkeypatch.setattr(helion_impl, "MANY_ROWS_SLOTS", slots)
     for m in (64, 1):
         run_forward_backward(helion_impl.rms_norm, m, 200, torch.float32)
-    (many_rows, many_rows_keys), (few_rows, few_rows_keys) = chosen
-    assert many_rows >= 2 and many_rows_keys == (many_key, width_key)
-    assert few_rows == 1 and few_rows_keys == (width_key,)
+    width = {name: f"{name}|float32|n256" for name in helion_impl.KERNELS}
+    assert calls == [
+        ("rms_norm_fwd", (width["rms_norm_fwd"],)),
+        ("rms_norm_bwd", (width["rms_norm_bwd"] + "|rows32768", width["rms_norm_bwd"])),
+        ("rms_norm_dw_sum", (width["rms_norm_dw_sum"] + "|rows2048", width["rms_norm_dw_sum"])),
+        ("rms_norm_fwd", (width["rms_norm_fwd"],)),
+        ("rms_norm_bwd", (width["rms_norm_bwd"],)),
+        ("rms_norm_dw_sum", (width["rms_norm_dw_sum"],)),
+    ]

@@ -61,14 +61,15 @@ TUNING_PARTIAL_ROWS = 256
 """Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what the
 tuned backward leaves at M = 4096 for widths 2048, 4096 and 16384 (16-128 at the others)."""
 
-MANY_PARTIAL_ROWS = 1024
-"""From this many partial ``dw`` rows, :func:`rms_norm_dw_sum` takes the configs stored under
-the width bucket plus ``|p{TUNING_MANY_PARTIAL_ROWS}`` when there are any: the width-bucket
-configs load all 256 rows at once, which at 32768 x 4096 (2048 rows) took 22.8 us against
-~9 for the bytes (probe 5)."""
-
-TUNING_MANY_PARTIAL_ROWS = 2048
-"""Partial ``dw`` rows the many-rows :func:`rms_norm_dw_sum` configs are timed on (32768 x 4096)."""
+MANY_ROWS_SLOTS = {"rms_norm_bwd": (32768, 32768), "rms_norm_dw_sum": (1024, 2048)}
+"""Kernels with a second stored config per width for inputs of many rows, as ``(from, tuned
+on)`` rows (``M`` for the backward, partial rows for the sum): from ``from`` rows they take the
+config stored under the width's key plus ``|rows<tuned on>``, when there is one.  The
+backward's width configs, tuned on 4096-8192 rows, leave one partial ``dw`` row per 16-32
+rows (2048 at 32768 x 4096, where Helion's main kernel took 243 us to Triton's 201, probe
+15); its many-rows configs take one program per SM at 32768 rows, so they start there.  The
+sum's width configs load all 256 rows they were tuned on at once (22.8 us on 2048 rows,
+probe 5)."""
 
 
 @helion.kernel
@@ -255,18 +256,20 @@ def kernels_for_width(n: int) -> list[str]:
     return ["rms_norm_fwd", *bwd_kernel_names(n)]
 
 
-def _run(name: str, x: torch.Tensor, *args: object) -> object:
-    key = config_key(name, x.dtype, width_bucket(x.size(1)))
-    return call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *args)
-
-
-def dw_sum_keys(dtype: torch.dtype, n: int, partial_rows: int) -> tuple[str, ...]:
-    """Stored-config keys of :func:`rms_norm_dw_sum` over ``partial_rows`` rows of width ``n``,
-    in order of preference: the many-rows slot (from ``MANY_PARTIAL_ROWS``), then the width's."""
-    width_key = config_key("rms_norm_dw_sum", dtype, width_bucket(n))
-    if partial_rows < MANY_PARTIAL_ROWS:
+def config_keys(name: str, dtype: torch.dtype, n: int, rows: int) -> tuple[str, ...]:
+    """Stored-config keys of kernel ``name`` on ``rows`` rows of width ``n`` in ``dtype``, in
+    order of preference: the many-rows slot (see ``MANY_ROWS_SLOTS``), then the width's."""
+    width_key = config_key(name, dtype, width_bucket(n))
+    if name not in MANY_ROWS_SLOTS or rows < MANY_ROWS_SLOTS[name][0]:
         return (width_key,)
-    return (f"{width_key}|p{TUNING_MANY_PARTIAL_ROWS}", width_key)
+    return (f"{width_key}|rows{MANY_ROWS_SLOTS[name][1]}", width_key)
+
+
+def _run(name: str, x: torch.Tensor, *args: object, rows: int | None = None) -> object:
+    """Kernel ``name`` on ``args`` with the config stored for ``x``'s dtype, width and rows
+    (``rows`` when given: the partial rows of the ``dw`` sum)."""
+    keys = config_keys(name, x.dtype, x.size(1), x.size(0) if rows is None else rows)
+    return call_with_stored_config(KERNELS[name], CONFIG_PATH, keys, *args)
 
 
 def bwd_partials(
@@ -293,8 +296,7 @@ class RMSNormFunction(torch.autograd.Function):
     def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         x, weight, rstd = ctx.saved_tensors
         dx, dw_partial = bwd_partials(grad_out.contiguous(), x, weight, rstd)
-        keys = dw_sum_keys(x.dtype, x.size(1), dw_partial.size(0))
-        return dx, call_with_stored_config(rms_norm_dw_sum, CONFIG_PATH, keys, dw_partial, weight), None
+        return dx, _run("rms_norm_dw_sum", x, dw_partial, weight, rows=dw_partial.size(0)), None
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -368,14 +370,15 @@ def _fwd_candidates(width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
-def _bwd_candidates(width: int) -> list[helion.Config]:
+def _bwd_candidates(width: int, m: int | None = None) -> list[helion.Config]:
     # Inner tile: 8 row values per thread (x, dy, weight and the dw accumulator stay in
-    # registers), 32 warps per SM.  Outer tile: one program per resident slot; fewer, larger
-    # outer tiles (fewer partial dw rows) only where several programs share an SM.
+    # registers), 32 warps per SM.  Outer tile: one program per resident slot for ``m`` rows
+    # (default: M*N = 2**25); fewer, larger outer tiles (fewer partial dw rows) only where
+    # several programs share an SM.
     rows = max(1, 2048 // width)
     warps = min(32, max(4, rows * width // 256))
     per_sm = max(1, 32 // warps)
-    outer = max(rows, 2**25 // width // (128 * per_sm))
+    outer = max(rows, (m or 2**25 // width) // (128 * per_sm))
     base = {"block_sizes": [outer, rows], "num_warps": warps}
     variants = [
         {},
@@ -477,6 +480,13 @@ def _dw_sum_many_rows_candidates() -> list[helion.Config]:
     return _unique(base, variants)
 
 
+def _many_rows_candidates(kernel_name: str, width: int) -> list[helion.Config]:
+    """Candidates of ``kernel_name``'s many-rows slot (``MANY_ROWS_SLOTS``) at ``width``."""
+    if kernel_name == "rms_norm_bwd":
+        return _bwd_candidates(width, MANY_ROWS_SLOTS[kernel_name][1])
+    return _dw_sum_many_rows_candidates()
+
+
 def _unique(base: dict, variants: list[dict]) -> list[helion.Config]:
     configs = []
     for variant in variants:
@@ -491,8 +501,8 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
 
     Per width bucket: the forward and the backward kernels that rows of that width run, timed
     on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows (``rms_norm_dw_sum`` on
-    ``TUNING_PARTIAL_ROWS``), and ``rms_norm_dw_sum``'s many-rows slot on
-    ``TUNING_MANY_PARTIAL_ROWS``; arguments are made only when a job is tuned.
+    ``TUNING_PARTIAL_ROWS``), and the many-rows slots of ``MANY_ROWS_SLOTS`` on their rows;
+    arguments are made only when a job is tuned.
     """
     jobs = [
         TuningJob(
@@ -506,13 +516,14 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
     ]
     many_rows = [
         TuningJob(
-            kernel=rms_norm_dw_sum,
-            key=dw_sum_keys(dtype, width, TUNING_MANY_PARTIAL_ROWS)[0],
-            make_args=functools.partial(tuning_args, "rms_norm_dw_sum", TUNING_MANY_PARTIAL_ROWS, width,
-                                        dtype, device),
-            candidates=_dw_sum_many_rows_candidates(),
+            kernel=KERNELS[name],
+            key=config_keys(name, dtype, width, rows)[0],
+            make_args=functools.partial(tuning_args, name, rows, width, dtype, device),
+            candidates=_many_rows_candidates(name, width),
         )
         for width in TUNING_WIDTHS
+        for name, (_, rows) in MANY_ROWS_SLOTS.items()
+        if name in kernels_for_width(width)
     ]
     return jobs + many_rows
 

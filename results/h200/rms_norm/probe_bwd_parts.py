@@ -44,7 +44,7 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
         "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
         "helion_dw_sum": lambda: call_with_stored_config(
             helion_impl.rms_norm_dw_sum, helion_impl.CONFIG_PATH,
-            helion_impl.dw_sum_keys(x.dtype, n, h_partial.size(0)), h_partial, weight),
+            helion_impl.config_keys("rms_norm_dw_sum", x.dtype, n, h_partial.size(0)), h_partial, weight),
     }
     checked = ("triton_sum_old_tile", "triton_sum_new_tile", "helion_torch_sum_cast",
                "helion_partial_triton_sum", "helion_dw_sum")

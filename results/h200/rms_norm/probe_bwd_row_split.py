@@ -38,12 +38,14 @@ from probe_common import (
 )
 
 from operators.rms_norm import triton_impl as impl
+from operators.rms_norm.triton_impl import _fp32_again
 
 SHAPES = ((4096, 16384), (4096, 32768), (4096, 8192), (16384, 8192))
 SLOT_READY: tl.constexpr = tl.constexpr(1 << 32)
 FAMILIES = {
     "slots": ((8192, 16), (4096, 16), (4096, 8)),
     "shared_rows": ((16384, 32), (16384, 16), (8192, 32), (8192, 16)),
+    "slots_ahead": ((8192, 16), (4096, 8)),
 }
 """(columns a program owns, warps) of each family, tried wherever a row has at least two parts."""
 
@@ -98,21 +100,87 @@ def slots_bwd(
     tl.store(dw_partial_ptr + group.to(tl.int64) * N + cols, dw, mask=col_mask)
 
 
+@triton.jit
+def _publish(slot_ptr, row, part, share, PARTS: tl.constexpr):
+    """Store a part's share of a row sum in its slot: fp32 bits low, ready flag high, one store."""
+    tl.store(slot_ptr + tl.cast(row, tl.int64) * PARTS + part,
+             share.to(tl.uint32, bitcast=True).to(tl.int64) | SLOT_READY)
+
+
+@triton.jit
+def _row_sum(slot_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+    """Wait until every part of ``row`` has published its share, then add the shares in slot order."""
+    row_slots = slot_ptr + tl.cast(row, tl.int64) * PARTS
+    slots = tl.arange(0, SLOTS)
+    published = tl.load(row_slots + slots, mask=slots < PARTS, other=SLOT_READY, volatile=True)
+    while tl.min(published >> 32, axis=0) == 0:
+        published = tl.load(row_slots + slots, mask=slots < PARTS, other=SLOT_READY, volatile=True)
+    return tl.sum((published & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), axis=0)
+
+
+@triton.jit
+def slots_ahead_bwd(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, slot_ptr, M, N,
+    PARTS: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """:func:`slots_bwd` with each share published a row ahead of its use.
+
+    Per step, for rows ``r`` (its share published last step), ``r'`` (loaded last step) and
+    ``r''``: load ``r''``; publish the share ``sum(dy * w * x)`` of ``r'``; wait for the row
+    sum ``S`` of ``r``, which the other parts published a step ago; write
+    ``dx = rstd * (dy * w - xhat * rstd * S / N)`` and add ``dy * xhat`` to ``dw``.  The rows
+    stay in their input dtype and are converted again for ``dx`` (:func:`_fp32_again`).
+    """
+    pid = tl.program_id(0)
+    part = pid % PARTS
+    group = pid // PARTS
+    groups = tl.num_programs(0) // PARTS
+    cols = part * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    step = groups.to(tl.int64) * N
+    offsets = group.to(tl.int64) * N + cols
+    x = tl.load(x_ptr + offsets, mask=col_mask & (group < M), other=0.0)
+    dy = tl.load(dy_ptr + offsets, mask=col_mask & (group < M), other=0.0)
+    if group < M:
+        _publish(slot_ptr, group, part, tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0), PARTS)
+    x_next = tl.load(x_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
+    dy_next = tl.load(dy_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
+    for row in tl.range(group, M, groups, num_stages=1):
+        after_mask = col_mask & (row + 2 * groups < M)
+        x_after = tl.load(x_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
+        dy_after = tl.load(dy_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
+        if row + groups < M:
+            share = tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0)
+            _publish(slot_ptr, row + groups, part, share, PARTS)
+        rstd = tl.load(rstd_ptr + row)
+        c = _row_sum(slot_ptr, row, PARTS, SLOTS) * rstd / N
+        xhat = _fp32_again(x) * rstd
+        dy32 = _fp32_again(dy)
+        tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
+        dw += dy32 * xhat
+        x, dy, x_next, dy_next = x_next, dy_next, x_after, dy_after
+        offsets += step
+    tl.store(dw_partial_ptr + group.to(tl.int64) * N + cols, dw, mask=col_mask)
+
+
 def launch_family(
     family: str, dy, x, weight, rstd, owned: int, warps: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``dx`` and the partial ``dw`` rows of one variant, on a persistent grid of whole groups."""
     if family == "shared_rows":
         return impl.launch_bwd_partials(dy, x, weight, rstd, impl.BwdPlan("shared_rows", 1, owned, warps))
+    kernel = slots_bwd if family == "slots" else slots_ahead_bwd
     m, n = x.shape
     parts = triton.cdiv(n, owned)
     dx = torch.empty_like(x)
     slots = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
     meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=owned, num_warps=warps)
     args = [dy, x, weight, rstd, dx, rstd, slots, m, n]
-    groups = impl._persistent_grid(slots_bwd, tuple(args), meta, x.device, m * parts) // parts
+    groups = impl._persistent_grid(kernel, tuple(args), meta, x.device, m * parts) // parts
     args[5] = dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
-    slots_bwd[(groups * parts,)](*args, **meta)
+    kernel[(groups * parts,)](*args, **meta)
     return dx, dw_partial
 
 
