@@ -93,8 +93,8 @@ PLANS = {
                             triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
     "kept": (triton_impl.FwdPlan(1, 4),
              triton_impl.BwdPlan("one_pass_kept", 1, 256, 4, rows_per_program=5)),
-    "shared_rows": (triton_impl.FwdPlan(1, 4),  # four programs a row, 64 columns each
-                    triton_impl.BwdPlan("shared_rows", 1, 64, 4)),
+    "row_split": (triton_impl.FwdPlan(1, 4),  # one part a row under the interpreter
+                  triton_impl.BwdPlan("row_split", 1, 64, 4)),
 }
 
 
@@ -120,14 +120,14 @@ def test_rows_from_8192_wide_run_the_fixed_width_forward_and_prefetching_backwar
     assert_matches_reference(outputs, expected, torch.float32)
 
 
-def test_rows_32768_wide_run_the_shared_rows_backward(monkeypatch):
-    # 20000-wide rows (padded to 32768) must be shared by two programs, masked, on the default path.
+def test_rows_32768_wide_run_the_row_split_backward(monkeypatch):
+    # 20000-wide fp16 rows (padded to 32768) must take the row-split kernel, masked, on the default path.
     launched = []
-    name = "_rms_norm_bwd_shared_rows_kernel"
+    name = "_rms_norm_bwd_row_split_kernel"
     monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
-    outputs, expected = run_forward_backward(triton_impl.rms_norm, 3, 20000, torch.float32)
+    outputs, expected = run_forward_backward(triton_impl.rms_norm, 3, 20000, torch.float16)
     assert launched == [name]
-    assert_matches_reference(outputs, expected, torch.float32)
+    assert_matches_reference(outputs, expected, torch.float16)
 
 
 def test_only_bf16_keeps_its_input_at_16384_wide():
@@ -136,8 +136,31 @@ def test_only_bf16_keeps_its_input_at_16384_wide():
     assert triton_impl.bwd_plan(4096, 10000, torch.bfloat16).kernel == "one_pass_kept"
     for dtype in (torch.float16, torch.float32):
         assert triton_impl.bwd_plan(4096, 16384, dtype).kernel == "one_pass"
-    assert triton_impl.bwd_plan(4096, 32768, torch.bfloat16).kernel == "shared_rows"
-    assert triton_impl.bwd_plan(4096, 32769, torch.bfloat16).kernel == "split"
+    for n in (16385, 32768, 131072):
+        assert triton_impl.bwd_plan(4096, n, torch.bfloat16).kernel == "row_split"
+        assert triton_impl.bwd_plan(4096, n, torch.float16).kernel == "row_split"
+        assert triton_impl.bwd_plan(4096, n, torch.float32).kernel == "split"
+    assert triton_impl.bwd_plan(4096, 131073, torch.bfloat16).kernel == "split"
+
+
+def test_row_split_shares_add_up_in_slot_order():
+    # Three parts publish their shares of one row (the interpreter runs them one after
+    # another); the row sum read back is their sum, sign and all, from the 64-bit slots.
+    @triton.jit
+    def publish(slot_ptr, shares_ptr, PARTS: tl.constexpr):
+        part = tl.program_id(0)
+        triton_impl._publish_share(slot_ptr, 0, part, tl.load(shares_ptr + part), PARTS)
+
+    @triton.jit
+    def read(slot_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+        tl.store(out_ptr, triton_impl._row_sum_of_shares(slot_ptr, 0, PARTS, SLOTS))
+
+    shares = torch.tensor([-1.5, 2.25, 1e-3])
+    slots, total = torch.zeros(3, dtype=torch.int64), torch.empty(1)
+    publish[(3,)](slots, shares, PARTS=3)
+    assert ((slots >> 32) == 1).all()
+    read[(1,)](slots, total, PARTS=3, SLOTS=4)
+    assert total.item() == (shares[0] + shares[1] + shares[2]).item()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
@@ -203,7 +226,7 @@ def test_helion_dw_sum_adds_partial_rows_in_weight_dtype(rows):
 
 def test_unknown_backward_kernel_is_refused():
     x = torch.randn(4, 8)
-    valid = "valid: one_pass, one_pass_prefetch, one_pass_kept, shared_rows, split"
+    valid = "valid: one_pass, one_pass_prefetch, one_pass_kept, row_split, split"
     with pytest.raises(ValueError, match=valid):
         triton_impl.launch_bwd(x, x, torch.randn(8), torch.ones(4), triton_impl.BwdPlan("fused", 1, 8, 4))
 

@@ -28,10 +28,10 @@ program.
   At 16384 wide (bf16), a fixed grid of 32 warps per program keeps ``x`` and ``dy`` in bf16
   and converts them twice, which is what lets the row and ``dw`` fit without spilling
   (probe 11: 84% of copy bandwidth for the main kernel, against 60% for the spilling kernel).
-* Backward, 32768 wide: a row and its ``dw`` accumulator no longer fit in one SM's
-  registers.  Each row is read whole by two programs that each own half its columns for
-  ``dx`` and ``dw``; the second read mostly comes from L2 (probe 13: 61% against 57% for the
-  split backward).
+* Backward, from 32768 wide: a row and its ``dw`` accumulator no longer fit in one SM's
+  registers.  Each row is split into 8192-wide parts, one program each, that add up the
+  row sum through slots in global memory, each share published a row before it is needed
+  (probe 18: 81% of copy bandwidth at 4096 x 32768, against 57% for the split backward).
 * Backward, rows wider than ``_BWD_MAX_BLOCK_N``: the split backward first computes each row's
   ``c = rstd * sum(dy * w * x) / N`` (reading ``x`` and ``dy``), then walks column stripes
   over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers: it reads
@@ -59,11 +59,14 @@ import triton.language as tl
 _FWD_FIXED_WIDTH_BLOCK_N = 8192
 """Padded row width from which the forward compiles the width into a one-row-per-program kernel."""
 
-_BWD_MAX_BLOCK_N = 32768
-"""Widest padded row a one-pass backward handles; wider rows take the split backward."""
+_BWD_MAX_BLOCK_N = 131072
+"""Widest padded row a one-pass backward handles (16 row-split parts); wider rows take the split backward."""
 
 _INTERPRETER_PROGRAMS = 4
 """Persistent grid size under Triton's CPU interpreter."""
+
+_SLOT_READY: tl.constexpr = tl.constexpr(1 << 32)
+"""The ready flag in the high word of a row-split backward's 64-bit slot."""
 
 _resident_programs: dict[tuple, int] = {}
 
@@ -249,41 +252,88 @@ def _rms_norm_bwd_kept_kernel(
 
 
 @triton.jit
-def _rms_norm_bwd_shared_rows_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
-    BLOCK_N: tl.constexpr, OWNED: tl.constexpr,
-):
-    """One-pass backward for rows too wide for one program: ``BLOCK_N // OWNED`` programs per row.
+def _publish_share(slot_ptr, row, part, share, PARTS: tl.constexpr):
+    """Store a part's share of a row sum in slot ``(row, part)``: the fp32 bits in the low word
+    and a ready flag in the high word, in one 64-bit store, so readers need no fence."""
+    tl.store(slot_ptr + tl.cast(row, tl.int64) * PARTS + part,
+             share.to(tl.uint32, bitcast=True).to(tl.int64) | _SLOT_READY)
 
-    The programs of group ``pid // parts`` stride over the rows together; each computes
-    ``c = rstd * sum(dy * w * x) / N`` over the whole row, then reloads its own ``OWNED``
-    columns (from L1) for ``dx = rstd * (dy * w - x * rstd * c)`` and ``dw += dy * x * rstd``,
-    and stores its columns of ``dw`` in row ``group`` of ``dw_partial``.  No program waits for
-    another; partners read the same rows at about the same time, so one of them mostly
-    reads from L2 and DRAM sees one pass.
+
+@triton.jit
+def _row_sum_of_shares(slot_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+    """Wait until every part of ``row`` has published its share, then add the shares in slot
+    order (the same order in every part, so they all get the same sum)."""
+    row_slots = slot_ptr + tl.cast(row, tl.int64) * PARTS
+    slots = tl.arange(0, SLOTS)
+    published = tl.load(row_slots + slots, mask=slots < PARTS, other=_SLOT_READY, volatile=True)
+    while tl.min(published >> 32, axis=0) == 0:
+        published = tl.load(row_slots + slots, mask=slots < PARTS, other=_SLOT_READY, volatile=True)
+    return tl.sum((published & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), axis=0)
+
+
+@triton.jit
+def _rms_norm_bwd_row_split_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, slot_ptr, M, N,
+    PARTS: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """One-pass backward with each row split into ``PARTS`` parts, one program each.
+
+    Program ``pid`` owns columns ``[part * BLOCK_N, (part + 1) * BLOCK_N)``, ``part = pid % PARTS``,
+    of the rows of group ``pid // PARTS``, which strides over the rows.  The parts of a row
+    meet through its ``PARTS`` slots in global memory (:func:`_publish_share`,
+    :func:`_row_sum_of_shares`) to form ``S = sum(dy * w * x)`` over the whole row; then
+    ``dx = rstd * (dy * w - xhat * rstd * S / N)`` with ``xhat = x * rstd``, and the program's
+    ``sum(dy * xhat)`` lands in its columns of row ``group`` of ``dw_partial``.
+
+    Each share is published a step before it is needed: per step, for rows ``r`` (share
+    published last step), ``r'`` (loaded last step) and ``r''``, the program loads ``r''``,
+    publishes the share of ``r'``, then waits for the shares of ``r``, which its partners
+    published a step ago, and finishes ``r``.  Rows stay in their input dtype and are
+    converted again for ``dx`` (:func:`_fp32_again`).  With one part the row sums never
+    leave registers: the kernel is a one-pass backward that loads two rows ahead.  Every
+    program of a group must be resident at once (a persistent grid); ``slot`` (``PARTS`` per
+    row) must be zero on entry; ``SLOTS`` is ``PARTS`` rounded up to a power of two.
     """
-    parts: tl.constexpr = BLOCK_N // OWNED
     pid = tl.program_id(0)
-    part = pid % parts
-    group = pid // parts
-    groups = tl.num_programs(0) // parts
-    cols = tl.arange(0, BLOCK_N)
-    own = part * OWNED + tl.arange(0, OWNED)
-    w_own = tl.load(w_ptr + own, mask=own < N, other=0.0).to(tl.float32)
-    dw = tl.zeros([OWNED], dtype=tl.float32)
+    part = pid % PARTS
+    group = pid // PARTS
+    groups = tl.num_programs(0) // PARTS
+    cols = part * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    step = groups.to(tl.int64) * N
+    offsets = group.to(tl.int64) * N + cols
+    x = tl.load(x_ptr + offsets, mask=col_mask & (group < M), other=0.0)
+    dy = tl.load(dy_ptr + offsets, mask=col_mask & (group < M), other=0.0)
+    if PARTS == 1:
+        share = tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0)
+    elif group < M:
+        _publish_share(slot_ptr, group, part, tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0), PARTS)
+    x_next = tl.load(x_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
+    dy_next = tl.load(dy_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
     for row in tl.range(group, M, groups, num_stages=1):
-        base = tl.cast(row, tl.int64) * N
-        x = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        after_mask = col_mask & (row + 2 * groups < M)
+        x_after = tl.load(x_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
+        dy_after = tl.load(dy_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
+        if PARTS == 1:
+            share_next = tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0)
+        elif row + groups < M:
+            _publish_share(slot_ptr, row + groups, part,
+                           tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0), PARTS)
+        if PARTS > 1:
+            share = _row_sum_of_shares(slot_ptr, row, PARTS, SLOTS)
         rstd = tl.load(rstd_ptr + row)
-        c = tl.sum(dy * w * x, axis=0) * rstd / N
-        xhat = tl.load(x_ptr + base + own, mask=own < N, other=0.0).to(tl.float32) * rstd
-        dy_own = tl.load(dy_ptr + base + own, mask=own < N, other=0.0).to(tl.float32)
-        tl.store(dx_ptr + base + own, (rstd * (dy_own * w_own - xhat * c)).to(dx_ptr.dtype.element_ty),
-                 mask=own < N)
-        dw += dy_own * xhat
-    tl.store(dw_partial_ptr + group.to(tl.int64) * N + own, dw, mask=own < N)
+        c = share * rstd / N
+        xhat = _fp32_again(x) * rstd
+        dy32 = _fp32_again(dy)
+        tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
+        dw += dy32 * xhat
+        x, dy, x_next, dy_next = x_next, dy_next, x_after, dy_after
+        if PARTS == 1:
+            share = share_next
+        offsets += step
+    tl.store(dw_partial_ptr + group.to(tl.int64) * N + cols, dw, mask=col_mask)
 
 
 @triton.jit
@@ -381,8 +431,8 @@ class BwdPlan:
     ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers),
     ``"one_pass_prefetch"`` (the same, loading the next rows while it works on the current
     ones; ``num_stages`` unused), ``"one_pass_kept"`` (one row a step with ``x`` and ``dy``
-    kept in their dtype; ``block_m`` 1, ``num_stages`` unused), ``"shared_rows"`` (rows read
-    whole by several programs, each owning ``block_n`` of the columns; persistent,
+    kept in their dtype; ``block_m`` 1, ``num_stages`` unused), ``"row_split"`` (each row in
+    ``block_n``-wide parts, one program each, meeting in global memory; persistent,
     ``block_m`` 1) or ``"split"`` (a row-sum kernel, then ``block_n``-wide column stripes over
     groups of ``rows_per_program`` rows).  The one-pass grids are persistent (as many programs
     as are resident) unless ``rows_per_program`` fixes them at ``cdiv(M, rows_per_program)``
@@ -401,12 +451,15 @@ _BWD_ONE_PASS_PLANS = {
     4096: BwdPlan("one_pass_prefetch", 1, 4096, 16),
     8192: BwdPlan("one_pass_prefetch", 1, 8192, 16),
     16384: BwdPlan("one_pass", 1, 16384, 16),
-    32768: BwdPlan("shared_rows", 1, 16384, 16),
 }
 """The one-pass backward by padded width, the fastest in the H200 probes
 (``results/h200/rms_norm/NOTES.md``): one row per step; the next row is loaded ahead up to
-8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth;
-32768-wide rows are shared by two programs of 16 warps (32 warps spill)."""
+8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
+
+_BWD_ROW_SPLIT = BwdPlan("row_split", 1, 8192, 16)
+"""The backward from padded width 32768 to ``_BWD_MAX_BLOCK_N``: 8192-wide parts with 16 warps
+(probe 18: 80.8% of copy bandwidth at 4096 x 32768 and 85.1% at 16384 x 32768; 4096-wide
+parts with 8 warps ran at 60-62%)."""
 
 _BWD_KEPT_PLAN = BwdPlan("one_pass_kept", 1, 16384, 32, rows_per_program=32)
 """The bf16 backward at padded width 16384: ``x`` and ``dy`` kept in bf16, 32 warps and 32
@@ -449,10 +502,12 @@ def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
 
     Only bf16 takes the kept-input kernel at 16384 wide: its second conversion goes through
     the bit pattern, while the compiler merges fp16's two conversions into one live fp32 copy.
+    Wider rows take the row split in 16-bit dtypes and the split backward in fp32.
     """
     block_n = triton.next_power_of_2(n)
-    if block_n > _BWD_MAX_BLOCK_N:
-        return _SPLIT_STRIPE
+    if block_n > _BWD_KEPT_PLAN.block_n:
+        # The row split holds three rows of its part in the input dtype: fp32 rows spill.
+        return _BWD_ROW_SPLIT if block_n <= _BWD_MAX_BLOCK_N and dtype.itemsize == 2 else _SPLIT_STRIPE
     if block_n == _BWD_KEPT_PLAN.block_n and dtype == torch.bfloat16:
         return _BWD_KEPT_PLAN
     if block_n in _BWD_ONE_PASS_PLANS:
@@ -589,28 +644,35 @@ def _launch_one_pass_bwd(
     return dw_partial
 
 
-def _launch_shared_rows_bwd(
+def _launch_row_split_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
     dx: torch.Tensor, plan: BwdPlan,
 ) -> torch.Tensor:
-    """Run the shared-rows backward into ``dx``; returns the partial ``dw`` rows, one per group.
+    """Run the row-split backward into ``dx``; returns the partial ``dw`` rows, one per group.
 
-    The grid is persistent and whole groups only, so the partners of a row run at once.
+    The grid is persistent and holds whole groups only, so every part of a row is resident
+    while it waits for the others.  Under the CPU interpreter, whose programs run one after
+    another, a part would wait forever for a later program, so each row is one part there.
     """
     m, n = x.shape
-    meta = dict(BLOCK_N=triton.next_power_of_2(n), OWNED=plan.block_n, num_warps=plan.num_warps)
-    parts = meta["BLOCK_N"] // plan.block_n
-    probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)  # ``rstd`` stands in for dw_partial
-    groups = max(1, _persistent_grid(_rms_norm_bwd_shared_rows_kernel, probe_args, meta, x.device,
-                                     m * parts) // parts)
+    block_n = plan.block_n if x.device.type == "cuda" else triton.next_power_of_2(n)
+    parts = triton.cdiv(n, block_n)
+    meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n, num_warps=plan.num_warps)
+    slots = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
+    probe_args = (grad_out, x, weight, rstd, dx, rstd, slots, m, n)  # ``rstd`` stands in for dw_partial
+    resident = _persistent_grid(_rms_norm_bwd_row_split_kernel, probe_args, meta, x.device, m * parts)
+    if resident < parts:
+        raise RuntimeError(f"a row split into {parts} parts needs {parts} resident programs, "
+                           f"the GPU holds {resident}")
+    groups = resident // parts
     dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
-    args = (grad_out, x, weight, rstd, dx, dw_partial, m, n)
-    _rms_norm_bwd_shared_rows_kernel[(groups * parts,)](*args, **meta)
+    args = (grad_out, x, weight, rstd, dx, dw_partial, slots, m, n)
+    _rms_norm_bwd_row_split_kernel[(groups * parts,)](*args, **meta)
     return dw_partial
 
 
 _BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "one_pass_prefetch": _launch_one_pass_bwd,
-                  "one_pass_kept": _launch_one_pass_bwd, "shared_rows": _launch_shared_rows_bwd,
+                  "one_pass_kept": _launch_one_pass_bwd, "row_split": _launch_row_split_bwd,
                   "split": _launch_split_bwd}
 """The host launcher of each ``BwdPlan.kernel``."""
 
