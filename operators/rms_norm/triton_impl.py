@@ -289,10 +289,9 @@ def _rms_norm_bwd_row_split_kernel(
     published last step), ``r'`` (loaded last step) and ``r''``, the program loads ``r''``,
     publishes the share of ``r'``, then waits for the shares of ``r``, which its partners
     published a step ago, and finishes ``r``.  Rows stay in their input dtype and are
-    converted again for ``dx`` (:func:`_fp32_again`).  With one part the row sums never
-    leave registers: the kernel is a one-pass backward that loads two rows ahead.  Every
-    program of a group must be resident at once (a persistent grid); ``slot`` (``PARTS`` per
-    row) must be zero on entry; ``SLOTS`` is ``PARTS`` rounded up to a power of two.
+    converted again for ``dx`` (:func:`_fp32_again`).  Every program of a group must be
+    resident at once (a persistent grid); ``slot`` (``PARTS`` per row) must be zero on entry;
+    ``SLOTS`` is ``PARTS`` rounded up to a power of two.
     """
     pid = tl.program_id(0)
     part = pid % PARTS
@@ -306,9 +305,7 @@ def _rms_norm_bwd_row_split_kernel(
     offsets = group.to(tl.int64) * N + cols
     x = tl.load(x_ptr + offsets, mask=col_mask & (group < M), other=0.0)
     dy = tl.load(dy_ptr + offsets, mask=col_mask & (group < M), other=0.0)
-    if PARTS == 1:
-        share = tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0)
-    elif group < M:
+    if group < M:
         _publish_share(slot_ptr, group, part, tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0), PARTS)
     x_next = tl.load(x_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
     dy_next = tl.load(dy_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
@@ -316,22 +313,16 @@ def _rms_norm_bwd_row_split_kernel(
         after_mask = col_mask & (row + 2 * groups < M)
         x_after = tl.load(x_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
         dy_after = tl.load(dy_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
-        if PARTS == 1:
-            share_next = tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0)
-        elif row + groups < M:
-            _publish_share(slot_ptr, row + groups, part,
-                           tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0), PARTS)
-        if PARTS > 1:
-            share = _row_sum_of_shares(slot_ptr, row, PARTS, SLOTS)
+        if row + groups < M:
+            share = tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0)
+            _publish_share(slot_ptr, row + groups, part, share, PARTS)
         rstd = tl.load(rstd_ptr + row)
-        c = share * rstd / N
+        c = _row_sum_of_shares(slot_ptr, row, PARTS, SLOTS) * rstd / N
         xhat = _fp32_again(x) * rstd
         dy32 = _fp32_again(dy)
         tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
         dw += dy32 * xhat
         x, dy, x_next, dy_next = x_next, dy_next, x_after, dy_after
-        if PARTS == 1:
-            share = share_next
         offsets += step
     tl.store(dw_partial_ptr + group.to(tl.int64) * N + cols, dw, mask=col_mask)
 

@@ -14,8 +14,6 @@ columns only:
   should come from L2, and DRAM traffic stays one pass.
 * ``slots_ahead`` (probe 18; ``triton_impl``'s ``row_split`` plan from 32768 wide): the slot
   exchange with each share published a row before it is needed.
-* ``one_part``: the same kernel with whole rows, which keeps each row sum in registers: a
-  one-pass backward that loads two rows ahead.
 
 Rows wider than 16384 also time the split backward.
 
@@ -51,11 +49,8 @@ FAMILIES = {
     "slots": ((8192, 16), (4096, 16), (4096, 8)),
     "shared_rows": ((16384, 32), (16384, 16), (8192, 32), (8192, 16)),
     "slots_ahead": ((8192, 16), (4096, 8)),
-    "one_part": ((8192, 16), (4096, 8), (4096, 16)),
 }
-"""(columns a program owns, warps) of each family, tried wherever a row has at least two
-parts; ``one_part`` (the row-split kernel with whole rows: a one-pass backward that loads two
-rows ahead) only where the row is one part."""
+"""(columns a program owns, warps) of each family, tried wherever a row has at least two parts."""
 
 
 @triton.jit
@@ -189,7 +184,7 @@ def main() -> None:
             calls["split", "whole"] = functools.partial(impl.launch_bwd, dy, x, weight, rstd, split)
         for family in args.family or FAMILIES:
             for owned, warps in FAMILIES[family]:
-                if (family == "one_part") == (triton.cdiv(n, owned) == 1):
+                if owned < n:
                     label = f"{family} owned={owned} warps={warps}"
                     variant = (family, dy, x, weight, rstd, owned, warps)
                     calls[label, "main"] = functools.partial(launch_family, *variant)
