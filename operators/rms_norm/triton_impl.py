@@ -121,18 +121,6 @@ def _rms_norm_fwd_row_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr
 
 
 @triton.jit
-def _rows_grad(x, dy, w, rstd, N):
-    """``dx`` of a block of fp32 rows, and the block's column sums of ``dy * xhat``.
-
-    ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``.
-    """
-    xhat = x * rstd[:, None]
-    g = dy * w[None, :]
-    c = tl.sum(g * xhat, axis=1) / N
-    return rstd[:, None] * (g - xhat * c[:, None]), tl.sum(dy * xhat, axis=0)
-
-
-@triton.jit
 def _rms_norm_bwd_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
@@ -158,9 +146,12 @@ def _rms_norm_bwd_kernel(
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
 
-        dx, dw_rows = _rows_grad(x, dy, w, rstd, N)
+        xhat = x * rstd[:, None]
+        g = dy * w[None, :]
+        c = tl.sum(g * xhat, axis=1) / N
+        dx = rstd[:, None] * (g - xhat * c[:, None])
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += dw_rows
+        dw += tl.sum(dy * xhat, axis=0)
 
     tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
 
@@ -176,14 +167,16 @@ def _rms_norm_bwd_prefetch_kernel(
     ``dx = rstd * (g - xhat * sum(g * xhat) / N)``, and the program's ``sum(dy * xhat)`` in row
     ``pid`` of ``dw_partial``.  Each step issues the loads of its next block (kept in the input
     dtype) before it reduces and stores the current one, so the row reduction and the ``dx``
-    stores overlap the next block's DRAM latency without a trip through shared memory.
+    stores overlap the next block's DRAM latency without a trip through shared memory.  The
+    step to the next block, ``programs * BLOCK_M * N`` elements, is an int32 product (the
+    launcher refuses grids where it would wrap): a version with the step in int64 and the row
+    math in a shared helper ran 4-7% slower on the H200 (same run, ``ab_prefetch.txt``).
     """
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
     dw = tl.zeros([BLOCK_N], dtype=tl.float32)
     step = tl.num_programs(0) * BLOCK_M
-    step_elements = step.to(tl.int64) * N  # int64: a fixed grid's step can pass 2^31 elements
 
     rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     mask = (rows < M)[:, None] & col_mask[None, :]
@@ -198,14 +191,17 @@ def _rms_norm_bwd_prefetch_kernel(
         x = x_next.to(tl.float32)
         dy = dy_next.to(tl.float32)
         next_mask = (rows + step < M)[:, None] & col_mask[None, :]
-        x_next = tl.load(x_ptr + offsets + step_elements, mask=next_mask, other=0.0)
-        dy_next = tl.load(dy_ptr + offsets + step_elements, mask=next_mask, other=0.0)
+        x_next = tl.load(x_ptr + offsets + step * N, mask=next_mask, other=0.0)
+        dy_next = tl.load(dy_ptr + offsets + step * N, mask=next_mask, other=0.0)
         rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
 
-        dx, dw_rows = _rows_grad(x, dy, w, rstd, N)
+        xhat = x * rstd[:, None]
+        g = dy * w[None, :]
+        c = tl.sum(g * xhat, axis=1) / N
+        dx = rstd[:, None] * (g - xhat * c[:, None])
         tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += dw_rows
+        dw += tl.sum(dy * xhat, axis=0)
 
     tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
 
@@ -496,9 +492,11 @@ def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
     Wider rows take the row split in 16-bit dtypes and the split backward in fp32.
     """
     block_n = triton.next_power_of_2(n)
+    # The row split holds three rows of its part in the input dtype: fp32 rows spill.
+    if block_n > _BWD_MAX_BLOCK_N or (block_n > _BWD_KEPT_PLAN.block_n and dtype.itemsize != 2):
+        return _SPLIT_STRIPE
     if block_n > _BWD_KEPT_PLAN.block_n:
-        # The row split holds three rows of its part in the input dtype: fp32 rows spill.
-        return _BWD_ROW_SPLIT if block_n <= _BWD_MAX_BLOCK_N and dtype.itemsize == 2 else _SPLIT_STRIPE
+        return _BWD_ROW_SPLIT
     if block_n == _BWD_KEPT_PLAN.block_n and dtype == torch.bfloat16:
         return _BWD_KEPT_PLAN
     if block_n in _BWD_ONE_PASS_PLANS:
@@ -630,6 +628,9 @@ def _launch_one_pass_bwd(
         # while the grid is worked out, which compiles the kernel but does not run it.
         probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
         programs = _persistent_grid(kernel, probe_args, meta, x.device, triton.cdiv(m, plan.block_m))
+    if kernel is _rms_norm_bwd_prefetch_kernel and programs * plan.block_m * n >= 2**31:
+        raise ValueError(f"a prefetching backward of {programs} programs over rows of {n} steps past "
+                         f"2**31 elements; give it a persistent grid (rows_per_program=None)")
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
     kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
     return dw_partial
