@@ -5,8 +5,8 @@ the b4dec3a sweeps with no intended change: same inputs, same timer, three alter
 rounds of each version, main kernels alone and whole (with the partial-``dw`` sum),
 ``dx`` and ``dw`` checked against float64 (``ab_prefetch.txt``)::
 
-    git show b4dec3a:operators/rms_norm/triton_impl.py > old_triton_impl.py
-    python results/h200/rms_norm/probe_ab_prefetch.py --old-impl old_triton_impl.py --out ab.json
+    git show b4dec3a:operators/rms_norm/triton_impl.py > old.py
+    python results/h200/rms_norm/probe_ab_prefetch.py --old-impl old.py --old-label b4dec3a --out ab.json
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def plan_of(module, m: int, n: int):
 def main() -> None:
     parser = probe_parser(__doc__, "4096x8192, 16384x8192, 32768x4096")
     parser.add_argument("--old-impl", required=True, help="another commit's rms_norm triton_impl.py")
+    parser.add_argument("--old-label", default="old", help="the other version's name in the records")
     args = parser.parse_args()
-    versions = {"old": load_module(args.old_impl), "now": triton_impl}
+    versions = {args.old_label: load_module(args.old_impl), "now": triton_impl}
     timer, copy_gbps = start_gpu_timing()
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
