@@ -4,6 +4,7 @@ from harness.device import prepare_backends
 
 prepare_backends("cpu")
 
+import helion  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
@@ -70,8 +71,9 @@ def test_eps_keeps_an_all_zero_row_finite(impl):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_triton_wide_row_paths_match_reference(monkeypatch, dtype):
-    # Rows count as wide from 64 columns: the split backward (4 column stripes) runs.
-    monkeypatch.setattr(triton_impl, "_BWD_MAX_BLOCK_N", 64)
+    # Rows count as wide from 64 columns: 200 is not a multiple of 16, so the split backward
+    # (4 column stripes) runs, in fp16 as in fp32.
+    monkeypatch.setattr(triton_impl, "_BWD_ONE_PASS_MAX_BLOCK_N", 64)
     split = triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=4)
     monkeypatch.setattr(triton_impl, "_SPLIT_STRIPE", split)
     monkeypatch.setattr(triton_impl, "_ROW_DOT_BLOCK_N", 64)  # the row sums loop over 4 chunks
@@ -136,31 +138,56 @@ def test_only_bf16_keeps_its_input_at_16384_wide():
     assert triton_impl.bwd_plan(4096, 10000, torch.bfloat16).kernel == "one_pass_kept"
     for dtype in (torch.float16, torch.float32):
         assert triton_impl.bwd_plan(4096, 16384, dtype).kernel == "one_pass"
-    for n in (16385, 32768, 131072):
+    for n in (16400, 32768, 131072):
         assert triton_impl.bwd_plan(4096, n, torch.bfloat16).kernel == "row_split"
         assert triton_impl.bwd_plan(4096, n, torch.float16).kernel == "row_split"
         assert triton_impl.bwd_plan(4096, n, torch.float32).kernel == "split"
-    assert triton_impl.bwd_plan(4096, 131073, torch.bfloat16).kernel == "split"
+    # Past 16 parts, and widths whose loads cannot be vectorized (they spill), take the split.
+    for n in (131088, 20001):
+        assert triton_impl.bwd_plan(4096, n, torch.bfloat16).kernel == "split"
+    # Below 4096 rows the kept-input kernel runs persistent, not on 32-row programs.
+    assert triton_impl.bwd_plan(4095, 16384, torch.bfloat16).rows_per_program is None
 
 
-def test_row_split_shares_add_up_in_slot_order():
-    # Three parts publish their shares of one row (the interpreter runs them one after
-    # another); the row sum read back is their sum, sign and all, from the 64-bit slots.
+def test_row_split_slots_carry_each_rows_shares_to_its_sum():
+    # Three parts publish their shares of rows 0 and 1 (the interpreter runs them one after
+    # another); each row's sum read back from the 64-bit slots is its own shares' sum, sign
+    # and all, with every slot flagged ready.
     @triton.jit
     def publish(slot_ptr, shares_ptr, PARTS: tl.constexpr):
         part = tl.program_id(0)
-        triton_impl._publish_share(slot_ptr, 0, part, tl.load(shares_ptr + part), PARTS)
+        for row in range(2):
+            triton_impl._publish_share(slot_ptr, row, part, tl.load(shares_ptr + row * PARTS + part), PARTS)
 
     @triton.jit
     def read(slot_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
-        tl.store(out_ptr, triton_impl._row_sum_of_shares(slot_ptr, 0, PARTS, SLOTS))
+        row = tl.program_id(0)
+        tl.store(out_ptr + row, triton_impl._row_sum_of_shares(slot_ptr, row, PARTS, SLOTS))
 
-    shares = torch.tensor([-1.5, 2.25, 1e-3])
-    slots, total = torch.zeros(3, dtype=torch.int64), torch.empty(1)
+    shares = torch.tensor([[-1.5, 2.25, 1e-3], [4.0, -0.5, 3e-2]])
+    slots, totals = torch.zeros(6, dtype=torch.int64), torch.empty(2)
     publish[(3,)](slots, shares, PARTS=3)
     assert ((slots >> 32) == 1).all()
-    read[(1,)](slots, total, PARTS=3, SLOTS=4)
-    assert total.item() == (shares[0] + shares[1] + shares[2]).item()
+    read[(2,)](slots, totals, PARTS=3, SLOTS=4)
+    torch.testing.assert_close(totals, shares.sum(1), rtol=1e-6, atol=0)
+
+
+def test_prefetching_backward_refuses_a_grid_whose_step_would_wrap():
+    # Its next-row step is an int32 product; 2**18 one-row programs of 8192 reach 2**31.
+    x = torch.zeros(1, 1, dtype=torch.bfloat16).expand(2**18, 8192)
+    plan = triton_impl.BwdPlan("one_pass_prefetch", 1, 8192, 16, rows_per_program=1)
+    with pytest.raises(ValueError, match="2\\*\\*31"):
+        triton_impl._launch_one_pass_bwd(x, x, x[0], x[:, 0].float(), x, plan)
+
+
+def test_backward_plans_refuse_settings_their_kernel_would_ignore():
+    for plan in (("one_pass_kept", 2, 256, 4), ("row_split", 2, 256, 4)):
+        with pytest.raises(ValueError, match="one row a step"):
+            triton_impl.BwdPlan(*plan)
+    with pytest.raises(ValueError, match="pipeline"):
+        triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, num_stages=2)
+    with pytest.raises(ValueError, match="persistent"):
+        triton_impl.BwdPlan("row_split", 1, 256, 4, rows_per_program=8)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
@@ -270,6 +297,32 @@ def test_bf16_backwards_at_16384_wide_keep_their_input_and_match_reference(monke
         dx_err, dw_err = bf16_backward_errors(bwd, 5, 10000)
         assert dx_err < 1e-2 and dw_err < 1e-2, backend  # bf16 keeps 8 bits: 4e-3 per rounding
     assert launched == [name]
+    # Helion's kernel converts the kept bf16 rows again through their bit pattern, fp16 not.
+    for dtype, kept in ((torch.bfloat16, True), (torch.float16, False)):
+        args = helion_impl.tuning_args("rms_norm_bwd", 8, 10000, dtype, "cpu")
+        config = helion.Config(block_sizes=[8, 1], num_warps=4)
+        code = helion_impl.rms_norm_bwd.bind(args).to_triton_code(config)
+        assert ("tl.int16, bitcast=True" in code) == kept, dtype
+
+
+@pytest.mark.parametrize("plan", [triton_impl.BwdPlan("one_pass_kept", 1, 256, 4),
+                                  triton_impl.BwdPlan("row_split", 1, 64, 4)], ids=["kept", "row_split"])
+def test_triton_bf16_plans_match_reference(plan):
+    # The kept-input kernel on a persistent grid and the row split (one part a row here).
+    dx_err, dw_err = bf16_backward_errors(lambda *args: triton_impl.launch_bwd(*args, plan), 7, 200)
+    assert dx_err < 1e-2 and dw_err < 1e-2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="parts of a row wait for each other: needs a GPU")
+def test_row_split_parts_meet_on_the_gpu():
+    # Three 8192-wide parts a row, the last 3616 wide: every part's dx and the summed dw.
+    x, weight, dy = (torch.randn(37, 20000, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    weight = weight[0]
+    rstd = torch.rsqrt(x.double().pow(2).mean(-1) + EPS).float()
+    dx, dw = triton_impl.launch_bwd(dy, x, weight, rstd, triton_impl.BwdPlan("row_split", 1, 8192, 16))
+    _, dx_want, dw_want = reference(x.cpu(), weight.cpu(), dy.cpu())
+    for got, want in ((dx, dx_want), (dw, dw_want)):
+        assert (got.cpu().double() - want).abs().max() / want.abs().max() < 1e-2
 
 
 @pytest.mark.parametrize("impl", IMPLS)

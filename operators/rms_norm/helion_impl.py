@@ -54,8 +54,8 @@ TUNING_NUMEL = 2**25
 
 TUNING_MIN_ROWS = 4096
 """Configs are timed on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows: never fewer rows
-than the default sweep's M = 4096 (at 1024 x 32768 the split backward's winner lost to the
-Triton geometry at 4096 x 32768)."""
+than the default sweep's M = 4096 (a config tuned on 1024 x 32768 once lost to the Triton
+geometry at 4096 x 32768)."""
 
 TUNING_PARTIAL_ROWS = 256
 """Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what the
@@ -67,9 +67,12 @@ on)`` rows (``M`` for the backward, partial rows for the sum): from ``from`` row
 config stored under the width's key plus ``|rows<tuned on>``, when there is one.  The
 backward's width configs, tuned on 4096-8192 rows, leave one partial ``dw`` row per 16-32
 rows (2048 at 32768 x 4096, where Helion's main kernel took 243 us to Triton's 201, probe
-15); its many-rows configs take one program per SM at 32768 rows, so they start there.  The
-sum's width configs load all 256 rows they were tuned on at once (22.8 us on 2048 rows,
-probe 5)."""
+15); its many-rows candidates start from one program per SM at 32768 rows (the tuned one
+at width 4096 takes 64-row tiles: 512 partial rows), so the slot starts there.  The sum's
+width configs load all 256 rows they were tuned on at once (22.8 us on 2048 rows, probe 5).
+
+Configs are stored for padded widths up to 32768 (``TUNING_WIDTHS``); wider rows, which take
+the split backward, have none, and on a GPU they raise ``MissingConfigError``."""
 
 
 @helion.kernel

@@ -12,7 +12,7 @@ Backward, with ``xhat = x * rstd`` and ``g = dy * weight``::
 
 The forward reads ``x`` once and writes ``y`` once; the one-pass backward reads ``x``, ``dy``
 and ``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw`` row per
-program.
+program (per group of programs in the row split).
 
 * Forward: each program normalizes blocks of whole rows held in registers, one program per
   block of rows.  Rows from ``_FWD_FIXED_WIDTH_BLOCK_N`` wide take a kernel with the width
@@ -25,14 +25,16 @@ program.
   program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts).
   From 4096 to 8192 wide, each program loads its next row into registers
   before it reduces and stores the current one, so one resident program per SM keeps DRAM busy.
-  At 16384 wide (bf16), a fixed grid of 32 warps per program keeps ``x`` and ``dy`` in bf16
-  and converts them twice, which is what lets the row and ``dw`` fit without spilling
-  (probe 11: 84% of copy bandwidth for the main kernel, against 60% for the spilling kernel).
-* Backward, from 32768 wide: a row and its ``dw`` accumulator no longer fit in one SM's
-  registers.  Each row is split into 8192-wide parts, one program each, that add up the
-  row sum through slots in global memory, each share published a row before it is needed
+  At 16384 wide (bf16), programs of 32 warps keep ``x`` and ``dy`` in bf16 and convert them
+  twice, which is what lets the row and ``dw`` fit without spilling (probe 11: 84% of copy
+  bandwidth for the main kernel, against 60% for the spilling kernel).
+* Backward, 16-bit rows padded from 32768 to ``_BWD_MAX_BLOCK_N`` wide (and ``N`` a multiple of
+  16, which keeps the loads vectorized): a row and its ``dw`` accumulator no longer fit in
+  one SM's registers.  Each row is split into 8192-wide parts, one program each, that add up
+  the row sum through slots in global memory, each share published a row before it is needed
   (probe 18: 81% of copy bandwidth at 4096 x 32768, against 57% for the split backward).
-* Backward, rows wider than ``_BWD_MAX_BLOCK_N``: the split backward first computes each row's
+* Backward, other rows wider than ``_BWD_ONE_PASS_MAX_BLOCK_N`` (fp32, ``N`` not a multiple of
+  16, or wider than ``_BWD_MAX_BLOCK_N``): the split backward first computes each row's
   ``c = rstd * sum(dy * w * x) / N`` (reading ``x`` and ``dy``), then walks column stripes
   over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers: it reads
   ``x`` and ``dy`` twice, 5/3 of the one-pass traffic, but streams: on the H200 it beat a
@@ -50,6 +52,7 @@ The host functions are registered as ``torch.library`` custom ops (``opbench::rm
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -59,8 +62,11 @@ import triton.language as tl
 _FWD_FIXED_WIDTH_BLOCK_N = 8192
 """Padded row width from which the forward compiles the width into a one-row-per-program kernel."""
 
+_BWD_ONE_PASS_MAX_BLOCK_N = 16384
+"""Widest padded row one program keeps whole; wider rows are split across programs."""
+
 _BWD_MAX_BLOCK_N = 131072
-"""Widest padded row a one-pass backward handles (16 row-split parts); wider rows take the split backward."""
+"""Widest padded row the row-split backward handles (16 parts); wider rows take the split backward."""
 
 _INTERPRETER_PROGRAMS = 4
 """Persistent grid size under Triton's CPU interpreter."""
@@ -257,8 +263,8 @@ def _publish_share(slot_ptr, row, part, share, PARTS: tl.constexpr):
 
 @triton.jit
 def _row_sum_of_shares(slot_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
-    """Wait until every part of ``row`` has published its share, then add the shares in slot
-    order (the same order in every part, so they all get the same sum)."""
+    """Wait until every part of ``row`` has published its share, then add the shares (in the
+    same fixed order in every part, so they all get the same sum)."""
     row_slots = slot_ptr + tl.cast(row, tl.int64) * PARTS
     slots = tl.arange(0, SLOTS)
     published = tl.load(row_slots + slots, mask=slots < PARTS, other=_SLOT_READY, volatile=True)
@@ -417,13 +423,15 @@ class BwdPlan:
 
     ``kernel`` is ``"one_pass"`` (whole rows of padded width ``block_n`` in registers),
     ``"one_pass_prefetch"`` (the same, loading the next rows while it works on the current
-    ones; ``num_stages`` unused), ``"one_pass_kept"`` (one row a step with ``x`` and ``dy``
-    kept in their dtype; ``block_m`` 1, ``num_stages`` unused), ``"row_split"`` (each row in
-    ``block_n``-wide parts, one program each, meeting in global memory; persistent,
-    ``block_m`` 1) or ``"split"`` (a row-sum kernel, then ``block_n``-wide column stripes over
-    groups of ``rows_per_program`` rows).  The one-pass grids are persistent (as many programs
-    as are resident) unless ``rows_per_program`` fixes them at ``cdiv(M, rows_per_program)``
-    programs.
+    ones), ``"one_pass_kept"`` (one row a step with ``x`` and ``dy`` kept in their dtype),
+    ``"row_split"`` (each row in ``block_n``-wide parts, one program each, meeting in global
+    memory; persistent; one part a row under the CPU interpreter) or ``"split"`` (a row-sum
+    kernel, then ``block_n``-wide column stripes over groups of ``rows_per_program`` rows).
+    The one-pass grids are persistent (as many programs as are resident) unless
+    ``rows_per_program`` fixes them at ``cdiv(M, rows_per_program)`` programs.  Only
+    ``"one_pass"`` pipelines its row loop (``num_stages``); ``"one_pass_kept"`` and
+    ``"row_split"`` take one row a step; a plan with a setting its kernel would ignore is
+    refused.
     """
 
     kernel: str
@@ -432,6 +440,14 @@ class BwdPlan:
     num_warps: int
     num_stages: int = 1
     rows_per_program: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kernel in ("one_pass_kept", "row_split") and self.block_m != 1:
+            raise ValueError(f"a {self.kernel} backward takes one row a step, not {self}")
+        if self.kernel != "one_pass" and self.num_stages != 1:
+            raise ValueError(f"a {self.kernel} backward does not pipeline its row loop, not {self}")
+        if self.kernel == "row_split" and self.rows_per_program is not None:
+            raise ValueError(f"a row_split backward runs on a persistent grid, not {self}")
 
 
 _BWD_ONE_PASS_PLANS = {
@@ -444,16 +460,21 @@ _BWD_ONE_PASS_PLANS = {
 8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
 
 _BWD_ROW_SPLIT = BwdPlan("row_split", 1, 8192, 16)
-"""The backward from padded width 32768 to ``_BWD_MAX_BLOCK_N``: 8192-wide parts with 16 warps
-(probe 18: 80.8% of copy bandwidth at 4096 x 32768 and 85.1% at 16384 x 32768; 4096-wide
-parts with 8 warps ran at 60-62%)."""
+"""The backward of 16-bit rows padded from 32768 to ``_BWD_MAX_BLOCK_N`` wide, ``N`` a multiple
+of 16: 8192-wide parts with 16 warps (probe 18: 80.8% of copy bandwidth at 4096 x 32768 and
+85.1% at 16384 x 32768; 4096-wide parts with 8 warps ran at 60-62%)."""
 
 _BWD_KEPT_PLAN = BwdPlan("one_pass_kept", 1, 16384, 32, rows_per_program=32)
 """The bf16 backward at padded width 16384: ``x`` and ``dy`` kept in bf16, 32 warps and 32
 rows a program (probe 11: 84% of copy bandwidth, against 81-83% for 16 rows or 16 warps)."""
 
+_KEPT_FIXED_GRID_MIN_ROWS = 4096
+"""Rows from which the kept-input backward takes its measured fixed grid (128 programs at
+4096 rows); fewer rows would leave SMs idle on it, so they take a persistent grid."""
+
 _SPLIT_STRIPE = BwdPlan("split", block_m=4, block_n=1024, num_warps=4, rows_per_program=256)
-"""The split backward for rows wider than ``_BWD_MAX_BLOCK_N``, the fastest in the H200 probe."""
+"""The split backward for rows wider than 16384 that the row split does not take (see
+:func:`bwd_plan`), the fastest split in the H200 probe."""
 
 _SUM_ROWS_TILE = 4096
 """Values each program of the partial-``dw`` sum loads at once."""
@@ -489,15 +510,18 @@ def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
 
     Only bf16 takes the kept-input kernel at 16384 wide: its second conversion goes through
     the bit pattern, while the compiler merges fp16's two conversions into one live fp32 copy.
-    Wider rows take the row split in 16-bit dtypes and the split backward in fp32.
+    Below ``_KEPT_FIXED_GRID_MIN_ROWS`` rows it runs on a persistent grid instead of its
+    fixed one, which would leave SMs idle.  Wider rows take the row split when they are
+    16-bit and ``N`` is a multiple of 16 (it holds three rows of its part in the input dtype:
+    fp32 rows spill, and so do unvectorized loads), else the split backward.
     """
     block_n = triton.next_power_of_2(n)
-    # The row split holds three rows of its part in the input dtype: fp32 rows spill.
-    if block_n > _BWD_MAX_BLOCK_N or (block_n > _BWD_KEPT_PLAN.block_n and dtype.itemsize != 2):
-        return _SPLIT_STRIPE
-    if block_n > _BWD_KEPT_PLAN.block_n:
-        return _BWD_ROW_SPLIT
+    if block_n > _BWD_ONE_PASS_MAX_BLOCK_N:
+        row_split = block_n <= _BWD_MAX_BLOCK_N and dtype.itemsize == 2 and n % 16 == 0
+        return _BWD_ROW_SPLIT if row_split else _SPLIT_STRIPE
     if block_n == _BWD_KEPT_PLAN.block_n and dtype == torch.bfloat16:
+        if m < _KEPT_FIXED_GRID_MIN_ROWS:
+            return dataclasses.replace(_BWD_KEPT_PLAN, rows_per_program=None)
         return _BWD_KEPT_PLAN
     if block_n in _BWD_ONE_PASS_PLANS:
         return _BWD_ONE_PASS_PLANS[block_n]
@@ -629,8 +653,8 @@ def _launch_one_pass_bwd(
         probe_args = (grad_out, x, weight, rstd, dx, rstd, m, n)
         programs = _persistent_grid(kernel, probe_args, meta, x.device, triton.cdiv(m, plan.block_m))
     if kernel is _rms_norm_bwd_prefetch_kernel and programs * plan.block_m * n >= 2**31:
-        raise ValueError(f"a prefetching backward of {programs} programs over rows of {n} steps past "
-                         f"2**31 elements; give it a persistent grid (rows_per_program=None)")
+        raise ValueError(f"a prefetching backward of {programs} programs over {n}-wide rows would step "
+                         f"past 2**31 elements; give it a persistent grid (rows_per_program=None)")
     dw_partial = torch.empty(programs, n, dtype=torch.float32, device=x.device)
     kernel[(programs,)](grad_out, x, weight, rstd, dx, dw_partial, m, n, **meta)
     return dw_partial
@@ -642,9 +666,12 @@ def _launch_row_split_bwd(
 ) -> torch.Tensor:
     """Run the row-split backward into ``dx``; returns the partial ``dw`` rows, one per group.
 
-    The grid is persistent and holds whole groups only, so every part of a row is resident
-    while it waits for the others.  Under the CPU interpreter, whose programs run one after
-    another, a part would wait forever for a later program, so each row is one part there.
+    The grid is persistent and holds whole groups only, sized so that every part of a row is
+    resident while it waits for the others on an otherwise idle GPU; CUDA does not promise
+    it, so concurrent launches on other streams can deadlock it (see "Known limit of the row
+    split" in ``results/h200/rms_norm/NOTES.md``).  Under the CPU interpreter, whose programs
+    run one after another, a part would wait forever for a later program, so each row is one
+    part there.
     """
     m, n = x.shape
     block_n = plan.block_n if x.device.type == "cuda" else triton.next_power_of_2(n)

@@ -16,7 +16,6 @@ import torch
 from probe_common import DTYPE, bwd_inputs, probe_parser, shapes_from, start_gpu_timing, write_records
 
 from harness.timing import CudaTimer
-from operators.helion_configs import call_with_stored_config
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 
@@ -42,9 +41,8 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
         "helion_main": lambda: helion_impl.bwd_partials(dy, x, weight, rstd),
         "helion_torch_sum_cast": lambda: h_partial.sum(0).to(weight.dtype),
         "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
-        "helion_dw_sum": lambda: call_with_stored_config(
-            helion_impl.rms_norm_dw_sum, helion_impl.CONFIG_PATH,
-            helion_impl.config_keys("rms_norm_dw_sum", x.dtype, n, h_partial.size(0)), h_partial, weight),
+        "helion_dw_sum": lambda: helion_impl._run("rms_norm_dw_sum", x, h_partial, weight,
+                                                  rows=h_partial.size(0)),
     }
     checked = ("triton_sum_old_tile", "triton_sum_new_tile", "helion_torch_sum_cast",
                "helion_partial_triton_sum", "helion_dw_sum")

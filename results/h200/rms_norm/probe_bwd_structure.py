@@ -16,7 +16,7 @@ shape, the main kernels (no partial-``dw`` sum) of:
 * ``bf16_kept``: Triton's one-pass kernel (strided rows) that keeps ``x`` and ``dy`` in bf16
   registers and converts them again where ``dx`` needs them, through the bit pattern, so the
   compiler cannot merge the two conversions into one live fp32 copy.  Offline ``ptxas`` for
-  sm_90a: 122 registers and no spills for one 16384 row with 16 warps, where the one-pass
+  sm_90a: 124 registers and no spills for one 16384 row with 16 warps, where the one-pass
   kernel needs 128 and spills 92 bytes (added after probe 9, prediction 8 in NOTES.md; since
   probe 11 it is ``triton_impl``'s ``one_pass_kept`` kernel, which this variant runs).
 

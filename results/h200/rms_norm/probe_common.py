@@ -91,5 +91,6 @@ def check_and_time(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tenso
     except Exception as exc:  # recorded, so the other variants still run
         record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
     m, n = record["shape"]
-    print(f"{m}x{n} {record['variant']} {record.get('scope', '')}: {summary}", flush=True)
+    label = " ".join(str(record[key]) for key in ("variant", "scope") if key in record)
+    print(f"{m}x{n} {label}: {summary}", flush=True)
     return record
