@@ -176,7 +176,7 @@ def _rms_norm_bwd_prefetch_kernel(
     stores overlap the next block's DRAM latency without a trip through shared memory.  The
     step to the next block, ``programs * BLOCK_M * N`` elements, is an int32 product (the
     launcher refuses grids where it would wrap): a version with the step in int64 and the row
-    math in a shared helper ran 4-7% slower on the H200 (same run, ``ab_prefetch.txt``).
+    math in a shared helper ran 5-8% slower on the H200 (same run, ``ab_prefetch.txt``).
     """
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
