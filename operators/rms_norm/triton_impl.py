@@ -660,11 +660,13 @@ def _launch_one_pass_bwd(
     return dw_partial
 
 
-def _launch_row_split_bwd(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
-    dx: torch.Tensor, plan: BwdPlan,
+def launch_row_parts(
+    kernel, grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    dx: torch.Tensor, block_n: int, num_warps: int,
 ) -> torch.Tensor:
-    """Run the row-split backward into ``dx``; returns the partial ``dw`` rows, one per group.
+    """Run a row-parts ``kernel`` (the arguments and constexprs of
+    :func:`_rms_norm_bwd_row_split_kernel`) into ``dx``; returns the partial ``dw`` rows, one
+    per group of ``cdiv(N, block_n)`` programs.
 
     The grid is persistent and holds whole groups only, sized so that every part of a row is
     resident while it waits for the others on an otherwise idle GPU; CUDA does not promise
@@ -674,20 +676,28 @@ def _launch_row_split_bwd(
     part there.
     """
     m, n = x.shape
-    block_n = plan.block_n if x.device.type == "cuda" else triton.next_power_of_2(n)
+    block_n = block_n if x.device.type == "cuda" else triton.next_power_of_2(n)
     parts = triton.cdiv(n, block_n)
-    meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n, num_warps=plan.num_warps)
+    meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n, num_warps=num_warps)
     slots = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
     probe_args = (grad_out, x, weight, rstd, dx, rstd, slots, m, n)  # ``rstd`` stands in for dw_partial
-    resident = _persistent_grid(_rms_norm_bwd_row_split_kernel, probe_args, meta, x.device, m * parts)
+    resident = _persistent_grid(kernel, probe_args, meta, x.device, m * parts)
     if resident < parts:
         raise RuntimeError(f"a row split into {parts} parts needs {parts} resident programs, "
                            f"the GPU holds {resident}")
     groups = resident // parts
     dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
-    args = (grad_out, x, weight, rstd, dx, dw_partial, slots, m, n)
-    _rms_norm_bwd_row_split_kernel[(groups * parts,)](*args, **meta)
+    kernel[(groups * parts,)](grad_out, x, weight, rstd, dx, dw_partial, slots, m, n, **meta)
     return dw_partial
+
+
+def _launch_row_split_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    dx: torch.Tensor, plan: BwdPlan,
+) -> torch.Tensor:
+    """Run the row-split backward into ``dx``; returns the partial ``dw`` rows, one per group."""
+    return launch_row_parts(_rms_norm_bwd_row_split_kernel, grad_out, x, weight, rstd, dx,
+                            plan.block_n, plan.num_warps)
 
 
 _BWD_LAUNCHERS = {"one_pass": _launch_one_pass_bwd, "one_pass_prefetch": _launch_one_pass_bwd,

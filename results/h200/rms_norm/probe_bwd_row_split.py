@@ -140,20 +140,16 @@ def launch_family(
     """``dx`` and the partial ``dw`` rows of one variant, on a persistent grid of whole groups."""
     if family == "slots_ahead":
         return impl.launch_bwd_partials(dy, x, weight, rstd, impl.BwdPlan("row_split", 1, owned, warps))
-    m, n = x.shape
     dx = torch.empty_like(x)
     if family == "slots":
-        kernel, parts = slots_bwd, triton.cdiv(n, owned)
-        meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=owned, num_warps=warps)
-        slots = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
-        args = [dy, x, weight, rstd, dx, rstd, slots, m, n]
-    else:
-        kernel, parts = shared_rows_bwd, triton.next_power_of_2(n) // owned
-        meta = dict(BLOCK_N=triton.next_power_of_2(n), OWNED=owned, num_warps=warps)
-        args = [dy, x, weight, rstd, dx, rstd, m, n]
-    groups = impl._persistent_grid(kernel, tuple(args), meta, x.device, m * parts) // parts
+        return dx, impl.launch_row_parts(slots_bwd, dy, x, weight, rstd, dx, owned, warps)
+    m, n = x.shape
+    parts = triton.next_power_of_2(n) // owned
+    meta = dict(BLOCK_N=triton.next_power_of_2(n), OWNED=owned, num_warps=warps)
+    args = [dy, x, weight, rstd, dx, rstd, m, n]
+    groups = impl._persistent_grid(shared_rows_bwd, tuple(args), meta, x.device, m * parts) // parts
     args[5] = dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
-    kernel[(groups * parts,)](*args, **meta)
+    shared_rows_bwd[(groups * parts,)](*args, **meta)
     return dx, dw_partial
 
 
