@@ -53,11 +53,13 @@ The host functions are registered as ``torch.library`` custom ops (``opbench::rm
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 _FWD_FIXED_WIDTH_BLOCK_N = 8192
 """Padded row width from which the forward compiles the width into a one-row-per-program kernel."""
@@ -74,7 +76,18 @@ _INTERPRETER_PROGRAMS = 4
 _SLOT_READY: tl.constexpr = tl.constexpr(1 << 32)
 """The ready flag in the high word of a row-split backward's 64-bit slot."""
 
+_GRID_DEPENDENCY_CONTROL: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET") != "1")
+"""Whether kernels issue ``griddepcontrol`` instructions: on the GPU, not in the CPU interpreter."""
+
 _resident_programs: dict[tuple, int] = {}
+
+
+@triton.jit
+def _let_dw_sum_launch():
+    """Let the partial-``dw`` sum, launched as a programmatic dependent, start its programs now;
+    they wait in :func:`_sum_rows_kernel` until this kernel has finished."""
+    if _GRID_DEPENDENCY_CONTROL:
+        gdc_launch_dependents()
 
 
 @triton.jit
@@ -136,6 +149,7 @@ def _rms_norm_bwd_kernel(
     Per row: ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``.
     The program's ``sum(dy * xhat)`` over its rows is stored as row ``pid`` of ``dw_partial``.
     """
+    _let_dw_sum_launch()
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -178,6 +192,7 @@ def _rms_norm_bwd_prefetch_kernel(
     launcher refuses grids where it would wrap): a version with the step in int64 and the row
     math in a shared helper ran 5-8% slower on the H200 (same run, ``ab_prefetch.txt``).
     """
+    _let_dw_sum_launch()
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -233,6 +248,7 @@ def _rms_norm_bwd_kept_kernel(
     ``dw``, so only their 16-bit copies live across the sum: at 16384 wide the row, the
     ``dw`` accumulator and ``w`` then fit in registers without spilling.
     """
+    _let_dw_sum_launch()
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -295,6 +311,7 @@ def _rms_norm_bwd_row_split_kernel(
     resident at once (a persistent grid); ``slot`` (``PARTS`` per row) must be zero on entry;
     ``SLOTS`` is ``PARTS`` rounded up to a power of two.
     """
+    _let_dw_sum_launch()
     pid = tl.program_id(0)
     part = pid % PARTS
     group = pid // PARTS
@@ -363,6 +380,7 @@ def _rms_norm_bwd_stripe_kernel(
     kernel, writes ``dx = rstd * (dy * w - x * rstd * c)``; it keeps the stripe's
     ``sum(dy * x * rstd)`` over its rows in registers and stores it in row ``j`` of ``dw_partial``.
     """
+    _let_dw_sum_launch()
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
@@ -387,7 +405,13 @@ def _rms_norm_bwd_stripe_kernel(
 
 @triton.jit
 def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
-    """``out[j] = sum_i partial[i, j]`` over the ``P`` fp32 rows, cast to ``out``'s dtype."""
+    """``out[j] = sum_i partial[i, j]`` over the ``P`` fp32 rows, cast to ``out``'s dtype.
+
+    Launched as a programmatic dependent of the kernel that wrote ``partial``, its programs
+    may start while that kernel runs; they wait for it to finish before reading.
+    """
+    if _GRID_DEPENDENCY_CONTROL:
+        gdc_wait()
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     acc = tl.zeros([BLOCK_P, BLOCK_N], dtype=tl.float32)
@@ -597,14 +621,21 @@ def sum_rows_tile(rows: int) -> tuple[int, int]:
 
 
 def sum_partial_rows(
-    dw_partial: torch.Tensor, weight: torch.Tensor, tile: tuple[int, int] | None = None
+    dw_partial: torch.Tensor, weight: torch.Tensor, tile: tuple[int, int] | None = None,
+    dependent: bool = True,
 ) -> torch.Tensor:
-    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight`` (``tile`` as :func:`sum_rows_tile`)."""
+    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight`` (``tile`` as :func:`sum_rows_tile`).
+
+    On the GPU the sum is ``dependent`` by default: a programmatic dependent launch, whose
+    programs start while the kernel launched before it on the stream (the backward kernel
+    that wrote ``dw_partial``) is still running and wait for it to finish before reading.
+    """
     programs, n = dw_partial.shape
     dw = torch.empty_like(weight)
     block_p, block_n = tile or sum_rows_tile(programs)
+    launch = dict(launch_pdl=True) if dependent and dw_partial.device.type == "cuda" else {}
     _sum_rows_kernel[(triton.cdiv(n, block_n),)](
-        dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4
+        dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4, **launch
     )
     return dw
 
@@ -759,10 +790,14 @@ def _setup_context(ctx, inputs: tuple, output: tuple) -> None:
     x, weight, _ = inputs
     _, rstd = output
     ctx.mark_non_differentiable(rstd)
+    # No zero-filled gradient for rstd: that fill was a kernel launch in every backward.
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, weight, rstd)
 
 
-def _backward(ctx, grad_y: torch.Tensor, _grad_rstd: torch.Tensor) -> tuple:
+def _backward(ctx, grad_y: torch.Tensor | None, _grad_rstd: None) -> tuple:
+    if grad_y is None:
+        return None, None, None
     x, weight, rstd = ctx.saved_tensors
     dx, dw = rms_norm_bwd(grad_y, x, weight, rstd)
     return dx, dw, None
