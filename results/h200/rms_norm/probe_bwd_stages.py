@@ -1,0 +1,72 @@
+"""Triton's one-pass backward with its row loop pipelined three and four stages deep, against
+the default plans at 4096 and 8192 wide.
+
+Helion's 8192-wide backward ran 6% faster with one row a step and a three-stage inner loop
+(probe 22), a depth the Triton plans had never been timed at (probe 7 stopped at two).  For
+each shape this times every candidate :class:`BwdPlan`'s main kernel alone and whole (with
+the partial-``dw`` sum), against the copy bandwidth measured at the start, with ``dx`` and
+``dw`` checked against float64::
+
+    python results/h200/rms_norm/probe_bwd_stages.py --out stages.json [--shape M,N]
+"""
+
+from __future__ import annotations
+
+import functools
+
+import triton
+from probe_common import (
+    DTYPE,
+    bwd_inputs,
+    check_and_time,
+    probe_parser,
+    shapes_from,
+    start_gpu_timing,
+    write_records,
+)
+
+from operators.rms_norm import triton_impl
+
+SHAPES = ((4096, 8192), (16384, 8192), (4096, 5120), (4096, 4096), (32768, 4096))
+
+CANDIDATES = {
+    8192: [
+        triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=3),
+        triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=4),
+        triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=3, rows_per_program=32),
+        triton_impl.BwdPlan("one_pass", 1, 8192, 32, num_stages=3),
+    ],
+    4096: [
+        triton_impl.BwdPlan("one_pass", 1, 4096, 16, num_stages=3),
+        triton_impl.BwdPlan("one_pass", 1, 4096, 8, num_stages=3),
+        triton_impl.BwdPlan("one_pass", 1, 4096, 16, num_stages=4),
+        triton_impl.BwdPlan("one_pass", 2, 4096, 16, num_stages=3),
+    ],
+}
+"""Plans by padded width, timed after the default plan of each shape."""
+
+
+def main() -> None:
+    parser = probe_parser(__doc__, ", ".join(f"{m}x{n}" for m, n in SHAPES))
+    args = parser.parse_args()
+    timer, copy_gbps = start_gpu_timing()
+    records = []
+    for m, n in shapes_from(args.shape, SHAPES):
+        x, weight, dy, rstd, dx_ref, dw_ref = bwd_inputs(m, n)
+        nbytes = 3 * m * n * 2
+        default = triton_impl.bwd_plan(m, n, DTYPE)
+        for label, plan in [("default", default)] + [
+            (f"stages{p.num_stages} w{p.num_warps} m{p.block_m} rows{p.rows_per_program}", p)
+            for p in CANDIDATES[triton.next_power_of_2(n)]
+        ]:
+            scopes = (("main", triton_impl.launch_bwd_partials), ("whole", triton_impl.launch_bwd))
+            for scope, launch in scopes:
+                record = {"shape": [m, n], "variant": label, "plan": repr(plan), "scope": scope,
+                          "copy_gbps": copy_gbps}
+                call = functools.partial(launch, dy, x, weight, rstd, plan)
+                records.append(check_and_time(timer, call, record, (dx_ref, dw_ref), nbytes))
+            write_records(args.out, records)
+
+
+if __name__ == "__main__":
+    main()
