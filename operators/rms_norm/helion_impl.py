@@ -59,7 +59,7 @@ geometry at 4096 x 32768)."""
 
 TUNING_PARTIAL_ROWS = 256
 """Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what the
-tuned backward leaves at M = 4096 for widths 2048, 4096 and 16384 (16-128 at the others)."""
+tuned backward leaves at M = 4096 for widths 2048 and 16384 (64-128 at the others)."""
 
 MANY_ROWS_SLOTS = {"rms_norm_bwd": (32768, 32768), "rms_norm_dw_sum": (1024, 2048)}
 """Kernels with a second stored config per width for inputs of many rows, as ``(from, tuned
@@ -68,7 +68,7 @@ config stored under the width's key plus ``|rows<tuned on>``, when there is one.
 backward's width configs, tuned on 4096-8192 rows, leave one partial ``dw`` row per 16-32
 rows (2048 at 32768 x 4096, where Helion's main kernel took 243 us to Triton's 201, probe
 15); its many-rows candidates start from one program per SM at 32768 rows (the tuned one
-at width 4096 takes 64-row tiles: 512 partial rows), so the slot starts there.  The sum's
+at width 4096 takes 128-row tiles: 256 partial rows), so the slot starts there.  The sum's
 width configs load all 256 rows they were tuned on at once (22.8 us on 2048 rows, probe 5).
 
 Configs are stored for padded widths up to 32768 (``TUNING_WIDTHS``); wider rows, which take

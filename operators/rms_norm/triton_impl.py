@@ -22,9 +22,12 @@ program (per group of programs in the row split).
   points ahead of it at the same geometry, one row and 32 warps; probes 6 and 8).
 * Backward, one pass: as many programs as fit on the GPU at once stride over the rows,
   writing ``dx`` and accumulating a partial ``dw`` in fp32 registers; one partial row per
-  program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts).
-  From 4096 to 8192 wide, each program loads its next row into registers
-  before it reduces and stores the current one, so one resident program per SM keeps DRAM busy.
+  program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts),
+  launched as a programmatic dependent so that its launch overlaps the main kernel's end.
+  At 4096 wide, each program loads its next row into registers before it reduces and
+  stores the current one, so one resident program per SM keeps DRAM busy; at 8192 wide the
+  row loop is pipelined four stages deep instead (the next rows staged through shared
+  memory: 2.5-4 points of copy bandwidth ahead of the register prefetch, probe 23).
   At 16384 wide (bf16), programs of 32 warps keep ``x`` and ``dy`` in bf16 and convert them
   twice, which is what lets the row and ``dw`` fit without spilling (probe 11: 84% of copy
   bandwidth for the main kernel, against 60% for the spilling kernel).
@@ -476,12 +479,15 @@ class BwdPlan:
 
 _BWD_ONE_PASS_PLANS = {
     4096: BwdPlan("one_pass_prefetch", 1, 4096, 16),
-    8192: BwdPlan("one_pass_prefetch", 1, 8192, 16),
+    8192: BwdPlan("one_pass", 1, 8192, 16, num_stages=4),
     16384: BwdPlan("one_pass", 1, 16384, 16),
 }
 """The one-pass backward by padded width, the fastest in the H200 probes
-(``results/h200/rms_norm/NOTES.md``): one row per step; the next row is loaded ahead up to
-8192 wide, while at 16384 the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
+(``results/h200/rms_norm/NOTES.md``): one row per step; at 4096 wide the next row is loaded
+ahead into registers, at 8192 the row loop is pipelined four stages deep (probe 23, whole
+backward: 77.3% of copy bandwidth at 4096 x 8192 against 74.4% for the register prefetch,
+92.1% against 89.7% at 16384 x 8192, 62.4% against 59.7% at 4096 x 5120), while at 16384
+the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
 
 _BWD_ROW_SPLIT = BwdPlan("row_split", 1, 8192, 16)
 """The backward of 16-bit rows padded from 32768 to ``_BWD_MAX_BLOCK_N`` wide, ``N`` a multiple
