@@ -10,7 +10,8 @@ Means are written as ``sum / n`` with ``n = hl.specialize(N)``: ``.mean(-1)`` in
 kernel divides by the padded block width when ``N`` is not a power of two.
 
 The backward kernels return one partial ``dw`` row per outer tile of rows;
-:func:`rms_norm_dw_sum` sums them and casts the sum to the weight's dtype in one kernel.
+:func:`rms_norm_dw_sum` sums them and casts the sum to the weight's dtype in one kernel,
+launched as a programmatic dependent of the kernel that wrote them (``hl.pdl_wait``).
 From 16384 wide, :func:`rms_norm_bwd` keeps bf16 ``x`` and ``dy`` in bf16 and converts them
 twice (through the bit pattern the second time), so the row and the ``dw`` accumulator fit
 in registers.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's registers
@@ -113,6 +114,7 @@ def rms_norm_bwd(
     block_m = hl.register_block_size(m)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
+    hl.pdl_launch_dependents()  # the dw sum may start launching now
     for tile_outer in hl.tile(m, block_size=block_m):
         dw_acc = hl.zeros([n], dtype=torch.float32)
         for tile_m in hl.tile(tile_outer.begin, tile_outer.end):
@@ -171,6 +173,7 @@ def rms_norm_bwd_stripe(
     block_g = hl.register_block_size(m)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([helion.cdiv(m, block_g), n], dtype=torch.float32, device=x.device)
+    hl.pdl_launch_dependents()  # the dw sum may start launching now
     for tile_g, tile_n in hl.tile([m, n], block_size=[block_g, None]):
         w = weight[tile_n].to(torch.float32)
         dw_acc = hl.zeros([tile_n], dtype=torch.float32)
@@ -202,6 +205,7 @@ def rms_norm_bwd_shared_rows(
     block_g = hl.register_block_size(m)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([helion.cdiv(m, block_g), n], dtype=torch.float32, device=x.device)
+    hl.pdl_launch_dependents()  # the dw sum may start launching now
     for tile_n, tile_g in hl.tile([n, m], block_size=[None, block_g]):
         w = weight[tile_n].to(torch.float32)
         dw_acc = hl.zeros([tile_n], dtype=torch.float32)
@@ -223,6 +227,7 @@ def rms_norm_dw_sum(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Ten
     """``dw[j] = sum_i dw_partial[i, j]`` over the fp32 partial rows [B, N], cast to ``weight``'s dtype."""
     _, n = dw_partial.size()
     dw = torch.empty_like(weight)
+    hl.pdl_wait()  # launched as a programmatic dependent of the kernel that wrote dw_partial
     for tile_n in hl.tile(n):
         dw[tile_n] = dw_partial[:, tile_n].sum(0).to(dw.dtype)
     return dw
