@@ -9,18 +9,19 @@ Same math as :mod:`operators.rms_norm.triton_impl` (fp32 inside, ``rstd`` saved 
 Means are written as ``sum / n`` with ``n = hl.specialize(N)``: ``.mean(-1)`` inside a Helion
 kernel divides by the padded block width when ``N`` is not a power of two.
 
-The backward kernels return one partial ``dw`` row per outer tile of rows;
-:func:`rms_norm_dw_sum` sums them and casts the sum to the weight's dtype in one kernel,
-launched as a programmatic dependent of the kernel that wrote them (``hl.pdl_wait``).
-From 16384 wide, :func:`rms_norm_bwd` keeps bf16 ``x`` and ``dy`` in bf16 and converts them
-twice (through the bit pattern the second time), so the row and the ``dw`` accumulator fit
-in registers.  Rows padded wider than ``BWD_MAX_WIDTH`` do not fit in one SM's registers
-next to a ``dw`` accumulator: up to ``SHARED_ROWS_MAX_WIDTH`` :func:`rms_norm_bwd_shared_rows`
-gives each row's column stripes to tiles that each reduce the whole row (the repeated reads
-mostly hit L2); wider rows take the split backward: :func:`rms_norm_bwd_row_dot` computes
-each row's ``c = rstd * sum(dy * w * x) / N``, then :func:`rms_norm_bwd_stripe` walks column
-stripes over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers
-(it reads ``x`` and ``dy`` twice, but streams).
+The backward kernels return partial ``dw`` rows (:func:`rms_norm_bwd`, up to 16384 wide: one
+per program of a grid sized from the SM count, the programs striding over the rows; the
+wider-row kernels: one per group of rows); :func:`rms_norm_dw_sum` sums them and casts the
+sum to the weight's dtype in one kernel.  From 16384 wide, :func:`rms_norm_bwd` keeps bf16
+``x`` and ``dy`` in bf16 and converts them twice (through the bit pattern the second time),
+so the row and the ``dw`` accumulator fit in registers.  Rows padded wider than
+``BWD_MAX_WIDTH`` do not fit in one SM's registers next to a ``dw`` accumulator: up to
+``SHARED_ROWS_MAX_WIDTH`` :func:`rms_norm_bwd_shared_rows` gives each row's column stripes to
+tiles that each reduce the whole row (the repeated reads mostly hit L2); wider rows take the
+split backward: :func:`rms_norm_bwd_row_dot` computes each row's
+``c = rstd * sum(dy * w * x) / N``, then :func:`rms_norm_bwd_stripe` walks column stripes
+over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers (it reads
+``x`` and ``dy`` twice, but streams).
 
 Configs are stored per ``(kernel, dtype, bucket)``, where the bucket is the row width padded
 to the next power of two (``"n8192"`` holds N=5120 and N=8192): the kernels keep a padded row
@@ -36,6 +37,7 @@ import helion
 import helion.language as hl
 import torch
 import triton
+from helion.autotuner import EnumFragment
 
 from operators.helion_configs import TuningJob, call_with_stored_config, config_key
 
@@ -51,7 +53,10 @@ TUNING_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
 """The width buckets of the rms_norm operator's default CUDA sweep (N=5120 pads to 8192)."""
 
 TUNING_NUMEL = 2**25
-"""Rows x width the candidates' outer tiles are sized for."""
+"""Rows x width of the arguments the configs are timed on (see ``TUNING_MIN_ROWS``)."""
+
+INTERPRETER_SMS = 4
+"""SMs :func:`sm_slots` counts under the CPU interpreter."""
 
 TUNING_MIN_ROWS = 4096
 """Configs are timed on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows: never fewer rows
@@ -59,18 +64,17 @@ than the default sweep's M = 4096 (a config tuned on 1024 x 32768 once lost to t
 geometry at 4096 x 32768)."""
 
 TUNING_PARTIAL_ROWS = 256
-"""Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what the
-tuned backward leaves at M = 4096 for widths 2048 and 16384 (64-128 at the others)."""
+"""Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what
+:func:`rms_norm_bwd` leaves with two programs per SM on the H200 (132 to 1056 with one to
+eight)."""
 
-MANY_ROWS_SLOTS = {"rms_norm_bwd": (32768, 32768), "rms_norm_dw_sum": (1024, 2048)}
+MANY_ROWS_SLOTS = {"rms_norm_dw_sum": (1024, 2048)}
 """Kernels with a second stored config per width for inputs of many rows, as ``(from, tuned
-on)`` rows (``M`` for the backward, partial rows for the sum): from ``from`` rows they take the
-config stored under the width's key plus ``|rows<tuned on>``, when there is one.  The
-backward's width configs, tuned on 4096-8192 rows, leave one partial ``dw`` row per 16-32
-rows (2048 at 32768 x 4096, where Helion's main kernel took 243 us to Triton's 201, probe
-15); its many-rows candidates start from one program per SM at 32768 rows (the tuned one
-at width 4096 takes 128-row tiles: 256 partial rows), so the slot starts there.  The sum's
-width configs load all 256 rows they were tuned on at once (22.8 us on 2048 rows, probe 5).
+on)`` rows (partial ``dw`` rows for the sum): from ``from`` rows they take the config stored
+under the width's key plus ``|rows<tuned on>``, when there is one.  The sum's width configs
+load all 256 rows they were tuned on at once (22.8 us on 2048 rows, probe 5); the shared-rows
+and split backwards leave one partial row per group of rows, 512 and more from 32768 rows.
+(:func:`rms_norm_bwd` leaves one per program, however many rows it has, and needs no slot.)
 
 Configs are stored for padded widths up to 32768 (``TUNING_WIDTHS``); wider rows, which take
 the split backward, have none, and on a GPU they raise ``MissingConfigError``."""
@@ -98,44 +102,45 @@ def rms_norm_fwd(
 
 @helion.kernel
 def rms_norm_bwd(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    sm_slots: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gradients of :func:`rms_norm_fwd`: ``dx`` [M, N] and partial ``dw`` fp32 [B, N].
+    """Gradients of :func:`rms_norm_fwd`: ``dx`` [M, N] and partial ``dw`` fp32 [P, N].
 
-    Each outer tile of rows (``B`` of them) accumulates ``sum(dy * xhat)`` in fp32 registers
-    over its inner row tiles and writes one row of the partial ``dw``.  bf16 rows wider than
-    8192 keep ``x`` and ``dy`` in bf16 and convert them again (bit pattern, which the
-    compiler cannot merge with the first conversion) for ``dx`` and ``dw``: only the bf16
-    copies stay live across the row sum.
+    ``P = programs_per_sm * len(sm_slots)`` programs (``sm_slots`` has one element per SM)
+    stride over the rows: program ``p`` takes rows ``p, p + P, ...``, one a step, and per row
+    ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``; it
+    accumulates ``sum(dy * xhat)`` over its rows in fp32 registers and stores it as row ``p``
+    of the partial ``dw``.  The row loop can be pipelined (``range_num_stages``).  bf16 rows
+    wider than 8192 keep ``x`` and ``dy`` in bf16 and convert them again (bit pattern, which
+    the compiler cannot merge with the first conversion) for ``dx`` and ``dw``: only the
+    bf16 copies stay live across the row sum.
     """
     m, n = x.size()
     n = hl.specialize(n)
     keep_bf16 = x.dtype == torch.bfloat16 and n > 8192
-    block_m = hl.register_block_size(m)
+    programs = sm_slots.size(0) * hl.register_tunable("programs_per_sm", EnumFragment(choices=(1, 2, 4, 8)))
     dx = torch.empty_like(x)
-    dw_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    hl.pdl_launch_dependents()  # the dw sum may start launching now
-    for tile_outer in hl.tile(m, block_size=block_m):
+    dw_partial = torch.empty([programs, n], dtype=torch.float32, device=x.device)
+    for tile_p in hl.tile(programs, block_size=1):
         dw_acc = hl.zeros([n], dtype=torch.float32)
-        for tile_m in hl.tile(tile_outer.begin, tile_outer.end):
-            rstd_tile = rstd[tile_m][:, None]
+        for row in hl.grid(tile_p.begin, m, programs):
+            rstd_row = rstd[row]
+            w = weight[:].to(torch.float32)
             if keep_bf16:
-                x_raw = x[tile_m, :]
-                dy_raw = grad_out[tile_m, :]
-                w = weight[None, :].to(torch.float32)
-                c = (dy_raw.to(torch.float32) * w * x_raw.to(torch.float32)).sum(-1) / n
-                xhat = (x_raw.view(torch.int16).to(torch.int32) << 16).view(torch.float32) * rstd_tile
-                dy_tile = (dy_raw.view(torch.int16).to(torch.int32) << 16).view(torch.float32)
-                dx[tile_m, :] = (rstd_tile * (dy_tile * w - xhat * (c[:, None] * rstd_tile))).to(dx.dtype)
+                x_raw = x[row, :]
+                dy_raw = grad_out[row, :]
+                c = (dy_raw.to(torch.float32) * w * x_raw.to(torch.float32)).sum(-1) * rstd_row / n
+                xhat = (x_raw.view(torch.int16).to(torch.int32) << 16).view(torch.float32) * rstd_row
+                dy_row = (dy_raw.view(torch.int16).to(torch.int32) << 16).view(torch.float32)
+                dx[row, :] = (rstd_row * (dy_row * w - xhat * c)).to(dx.dtype)
             else:
-                x_tile = x[tile_m, :].to(torch.float32)
-                dy_tile = grad_out[tile_m, :].to(torch.float32)
-                xhat = x_tile * rstd_tile
-                g = dy_tile * weight[None, :].to(torch.float32)
-                c = (g * xhat).sum(-1) / n
-                dx[tile_m, :] = (rstd_tile * (g - xhat * c[:, None])).to(dx.dtype)
-            dw_acc += (dy_tile * xhat).sum(0)
-        dw_partial[tile_outer.id, :] = dw_acc
+                dy_row = grad_out[row, :].to(torch.float32)
+                xhat = x[row, :].to(torch.float32) * rstd_row
+                g = dy_row * w
+                dx[row, :] = (rstd_row * (g - xhat * ((g * xhat).sum(-1) / n))).to(dx.dtype)
+            dw_acc += dy_row * xhat
+        dw_partial[tile_p.begin, :] = dw_acc
     return dx, dw_partial
 
 
@@ -173,7 +178,6 @@ def rms_norm_bwd_stripe(
     block_g = hl.register_block_size(m)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([helion.cdiv(m, block_g), n], dtype=torch.float32, device=x.device)
-    hl.pdl_launch_dependents()  # the dw sum may start launching now
     for tile_g, tile_n in hl.tile([m, n], block_size=[block_g, None]):
         w = weight[tile_n].to(torch.float32)
         dw_acc = hl.zeros([tile_n], dtype=torch.float32)
@@ -205,7 +209,6 @@ def rms_norm_bwd_shared_rows(
     block_g = hl.register_block_size(m)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([helion.cdiv(m, block_g), n], dtype=torch.float32, device=x.device)
-    hl.pdl_launch_dependents()  # the dw sum may start launching now
     for tile_n, tile_g in hl.tile([n, m], block_size=[None, block_g]):
         w = weight[tile_n].to(torch.float32)
         dw_acc = hl.zeros([tile_n], dtype=torch.float32)
@@ -227,7 +230,6 @@ def rms_norm_dw_sum(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Ten
     """``dw[j] = sum_i dw_partial[i, j]`` over the fp32 partial rows [B, N], cast to ``weight``'s dtype."""
     _, n = dw_partial.size()
     dw = torch.empty_like(weight)
-    hl.pdl_wait()  # launched as a programmatic dependent of the kernel that wrote dw_partial
     for tile_n in hl.tile(n):
         dw[tile_n] = dw_partial[:, tile_n].sum(0).to(dw.dtype)
     return dw
@@ -280,6 +282,16 @@ def _run(name: str, x: torch.Tensor, *args: object, rows: int | None = None) -> 
     return call_with_stored_config(KERNELS[name], CONFIG_PATH, keys, *args)
 
 
+@functools.cache
+def sm_slots(device: torch.device) -> torch.Tensor:
+    """An empty tensor with one element per SM of ``device`` (``INTERPRETER_SMS`` on the CPU):
+    :func:`rms_norm_bwd` sizes its grid from its length."""
+    if device.type != "cuda":
+        return torch.empty(INTERPRETER_SMS, dtype=torch.int8, device=device)
+    count = torch.cuda.get_device_properties(device).multi_processor_count
+    return torch.empty(count, dtype=torch.int8, device=device)
+
+
 def bwd_partials(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -288,6 +300,8 @@ def bwd_partials(
     first = bwd_kernel_names(x.size(1))[0]
     if first == "rms_norm_bwd_row_dot":
         return _run("rms_norm_bwd_stripe", x, *args, _run(first, x, *args))
+    if first == "rms_norm_bwd":
+        return _run(first, x, *args, sm_slots(x.device))
     return _run(first, x, *args)
 
 
@@ -332,6 +346,8 @@ def tuning_args(
     args = (torch.randn_like(x), x, weight, rstd)
     if kernel_name == "rms_norm_bwd_stripe":
         return (*args, torch.randn(m, dtype=torch.float32, device=device))
+    if kernel_name == "rms_norm_bwd":
+        return (*args, sm_slots(torch.device(device)))
     return args
 
 
@@ -339,9 +355,8 @@ def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
     """A short list of plausible H200 configs for ``KERNELS[kernel_name]`` on rows of width ``n``.
 
     The first candidate mirrors the Triton launch heuristics (checked with ``ptxas`` for
-    sm_90: no spills, about 32 warps resident per SM); the others vary one knob each.  The
-    backward's outer tile (rows per partial ``dw`` row) is sized for M*N = 2**25; variants
-    change it by a factor of two.
+    sm_90: no spills, about 32 warps resident per SM); the others vary one knob each, except
+    for :func:`rms_norm_bwd`, whose candidates cross programs per SM, warps and pipelining.
     """
     width = triton.next_power_of_2(n)
     candidates = {
@@ -378,45 +393,21 @@ def _fwd_candidates(width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
-def _bwd_candidates(width: int, m: int | None = None) -> list[helion.Config]:
-    # Inner tile: 8 row values per thread (x, dy, weight and the dw accumulator stay in
-    # registers), 32 warps per SM.  Outer tile: one program per resident slot for ``m`` rows
-    # (default: M*N = 2**25); fewer, larger outer tiles (fewer partial dw rows) only where
-    # several programs share an SM.
-    rows = max(1, 2048 // width)
-    warps = min(32, max(4, rows * width // 256))
-    per_sm = max(1, 32 // warps)
-    outer = max(rows, (m or 2**25 // width) // (128 * per_sm))
-    base = {"block_sizes": [outer, rows], "num_warps": warps}
-    variants = [
-        {},
-        {"block_sizes": [max(rows, outer // 2), rows]},
-        {"range_num_stages": [0, 2]},
-        {"num_warps": max(4, warps // 2)},
-        {"indexing": "block_ptr"},
-        {"pid_type": "persistent_interleaved", "num_sm_multiplier": per_sm,
-         "range_num_stages": [0, 2]},
+def _bwd_candidates(width: int) -> list[helion.Config]:
+    # One row a step, 16 row values per thread (32 at 16384 wide, where 32 warps is the
+    # most a program has), so x, dy, weight and the dw accumulator stay in registers; the
+    # row loop unpipelined or staged three or four rows deep through shared memory (the
+    # 4096- and 8192-wide tuning of 41aef9d: three stages 6-12% ahead of the stored tiles,
+    # two stages far behind); one to eight programs per SM.
+    warps = min(32, max(4, width // 512))
+    per_sm = (1, 2) if width >= 8192 else (2, 4) if width == 4096 else (4, 8)
+    configs = [
+        {"programs_per_sm": programs, "num_warps": num_warps, "range_num_stages": [0, stages]}
+        for programs in per_sm
+        for num_warps in dict.fromkeys((warps, max(4, warps // 2)))
+        for stages in (0, 3, 4)
     ]
-    if width >= 4096:
-        # The Triton probe's fastest: 32 row values per thread, one or two rows per step.
-        # One row a step with 16 per thread and the inner loop pipelined three or four
-        # stages deep (the next rows staged through shared memory): 6% faster at 8192 wide
-        # than two rows a step unpipelined (probe 22).
-        variants += [
-            {"num_warps": max(4, width // 1024)},
-            {"block_sizes": [outer, 2], "num_warps": min(32, width // 512)},
-            {"num_warps": min(32, width // 512), "range_num_stages": [0, 3]},
-            {"num_warps": min(32, width // 512), "range_num_stages": [0, 4]},
-        ]
-    if width >= 16384:
-        # The Triton kept-input backward's fastest: 32 rows a program, 32 warps (probe 11).
-        variants.append({"block_sizes": [32, 1], "num_warps": 32})
-    if per_sm > 1:
-        variants += [
-            {"block_sizes": [2 * outer, rows]},
-            {"block_sizes": [outer, 2 * rows], "num_warps": 2 * warps},
-        ]
-    return _unique(base, variants)
+    return [helion.Config(**config) for config in configs]
 
 
 def _row_dot_candidates(_width: int) -> list[helion.Config]:
@@ -495,8 +486,8 @@ def _dw_sum_many_rows_candidates() -> list[helion.Config]:
 
 def _many_rows_candidates(kernel_name: str, width: int) -> list[helion.Config]:
     """Candidates of ``kernel_name``'s many-rows slot (``MANY_ROWS_SLOTS``) at ``width``."""
-    if kernel_name == "rms_norm_bwd":
-        return _bwd_candidates(width, MANY_ROWS_SLOTS[kernel_name][1])
+    if kernel_name != "rms_norm_dw_sum":
+        raise ValueError(f"{kernel_name!r} has no many-rows slot (slots: {', '.join(MANY_ROWS_SLOTS)})")
     return _dw_sum_many_rows_candidates()
 
 
