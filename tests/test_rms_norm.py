@@ -70,12 +70,12 @@ def test_helion_tuning_jobs_cover_every_kernel_of_the_default_cuda_sweep(dtype: 
     expected = {
         helion_impl.config_key(name, dtype, helion_impl.width_bucket(n))
         for _, n in shapes
-        for name in helion_impl.kernels_for_width(n)
+        for name in helion_impl.kernels_for_width(n, dtype)
     } | {
         helion_impl.config_keys(name, dtype, n, rows)[0]
         for _, n in shapes
         for name, (_, rows) in helion_impl.MANY_ROWS_SLOTS.items()
-        if name in helion_impl.kernels_for_width(n)
+        if name in helion_impl.kernels_for_width(n, dtype)
     }
     assert {job.key for job in jobs} == expected
     assert len(jobs) == len(expected)

@@ -268,7 +268,7 @@ def test_helion_wide_row_backwards_match_reference(monkeypatch, shared_rows_max_
     # Rows count as wide from 128 columns: 200 (padded to 256) takes shared rows, or the split.
     monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
     monkeypatch.setattr(helion_impl, "SHARED_ROWS_MAX_WIDTH", shared_rows_max_width)
-    assert helion_impl.bwd_kernel_names(200) == kernels
+    assert helion_impl.bwd_kernel_names(200, torch.float32) == kernels
     outputs, expected = run_forward_backward(helion_impl.rms_norm, M, 200, torch.float32)
     assert_matches_reference(outputs, expected, torch.float32)
 
@@ -304,6 +304,19 @@ def test_bf16_backwards_at_16384_wide_keep_their_input_and_match_reference(monke
         config = helion.Config(programs_per_sm=1, num_warps=4)
         code = helion_impl.rms_norm_bwd.bind(args).to_triton_code(config)
         assert ("tl.int16, bitcast=True" in code) == kept, dtype
+
+
+@pytest.mark.parametrize("m", [3, 7])
+def test_helion_row_split_backward_matches_reference(monkeypatch, m):
+    # 16-bit rows wider than BWD_MAX_WIDTH (here 128) with N a multiple of 16 take the row
+    # split (one part a row under the interpreter); 3 rows leave one of its 4 groups idle.
+    monkeypatch.setattr(helion_impl, "BWD_MAX_WIDTH", 128)
+    assert helion_impl.bwd_kernel_names(208, torch.bfloat16)[0] == "rms_norm_bwd_row_split"
+    assert helion_impl.bwd_kernel_names(208, torch.float16)[0] == "rms_norm_bwd_row_split"
+    assert helion_impl.bwd_kernel_names(200, torch.bfloat16)[0] == "rms_norm_bwd_shared_rows"
+    assert helion_impl.bwd_kernel_names(208, torch.float32)[0] == "rms_norm_bwd_shared_rows"
+    dx_err, dw_err = bf16_backward_errors(helion_bwd, m, 208)
+    assert dx_err < 1e-2 and dw_err < 1e-2
 
 
 @pytest.mark.parametrize("plan", [triton_impl.BwdPlan("one_pass_kept", 1, 256, 4),
@@ -375,6 +388,7 @@ def test_triton_rms_norm_compiles_without_graph_breaks():
     ("kernel_name", "n"),
     [("rms_norm_fwd", 4096), ("rms_norm_bwd", 4096), ("rms_norm_bwd", 16384),
      ("rms_norm_bwd_row_dot", 32768), ("rms_norm_bwd_stripe", 32768), ("rms_norm_bwd_shared_rows", 32768),
+     ("rms_norm_bwd_row_split", 32768),
      ("rms_norm_dw_sum", 4096)],
 )
 def test_helion_tuning_candidates_generate_triton_code(kernel_name, n):

@@ -192,6 +192,91 @@ def rms_norm_bwd_stripe(
     return dx, dw_partial
 
 
+SLOTS_PER_ROW = 16
+"""Slots per row of :func:`rms_norm_bwd_row_split`'s exchange: the most parts a row can have."""
+
+_PUBLISH_SHARE = """
+@triton.jit
+def publish_share(slot_ptr, row, part, share, m):
+    bits = share.to(tl.uint32, bitcast=True).to(tl.int64) | (1 << 32)
+    tl.store(slot_ptr + tl.cast(row, tl.int64) * 16 + part, bits, mask=row < m)
+"""
+"""Store a part's share of row ``row``'s sum in slot ``(row, part)`` (rows below ``m`` only):
+the fp32 bits in the low word and a ready flag in the high word, one 64-bit store, so a
+reader that sees the flag sees the share."""
+
+_ROW_SUM_OF_SHARES = """
+@triton.jit
+def row_sum_of_shares(slot_ptr, row, parts):
+    slots = tl.arange(0, 16)
+    ptrs = slot_ptr + tl.cast(row, tl.int64) * 16 + slots
+    published = tl.load(ptrs, mask=slots < parts, other=1 << 32, volatile=True)
+    while tl.min(published >> 32, axis=0) == 0:
+        published = tl.load(ptrs, mask=slots < parts, other=1 << 32, volatile=True)
+    return tl.sum((published & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), axis=0)
+"""
+"""Wait until all ``parts`` slots of row ``row`` hold a share, then add the shares (in slot
+order, so every part gets the same sum)."""
+
+
+@helion.kernel
+def rms_norm_bwd_row_split(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
+    sm_slots: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-pass backward with each row split into column parts: ``dx`` [M, N] and partial
+    ``dw`` fp32 [G, N].
+
+    ``G = len(sm_slots) // parts`` groups of ``parts`` programs, one program per SM at most,
+    so all are resident at once on an idle GPU.  Program ``(g, p)`` owns part ``p`` of rows
+    ``g, g + G, ...``; the parts of a row add up ``S = sum(dy * w * x)`` through the row's
+    slots (:data:`_PUBLISH_SHARE`, :data:`_ROW_SUM_OF_SHARES`, a fresh zeroed buffer each
+    call), then ``dx = rstd * (dy * w - xhat * rstd * S / N)`` with ``xhat = x * rstd``, and
+    the program's ``sum(dy * xhat)`` lands in its part of row ``g`` of the partial ``dw``.
+    Each share is published a row before it is needed: per step the program loads row
+    ``r + 2G``, publishes the share of row ``r + G`` (loaded a step ago), then waits for the
+    shares of row ``r`` (published a step ago by every part) and finishes it.  Rows stay in
+    their input dtype between steps and are converted to fp32 where used.
+    """
+    m, n = x.size()
+    n = hl.specialize(n)
+    part = hl.register_block_size(min(4096, triton.next_power_of_2(n)), triton.next_power_of_2(n))
+    parts = helion.cdiv(n, part)
+    groups = sm_slots.size(0) // parts
+    slots = torch.zeros([m * SLOTS_PER_ROW], dtype=torch.int64, device=x.device)
+    dx = torch.empty_like(x)
+    dw_partial = torch.empty([groups, n], dtype=torch.float32, device=x.device)
+    for tile_g, tile_p in hl.tile([groups, n], block_size=[1, part]):
+        g = tile_g.begin
+        part_id = tile_p.id
+        w = weight[tile_p].to(torch.float32)
+        dw_acc = hl.zeros([tile_p], dtype=torch.float32)
+        x_cur = hl.load(x, [g, tile_p], extra_mask=g < m)
+        dy_cur = hl.load(grad_out, [g, tile_p], extra_mask=g < m)
+        share = (dy_cur.to(torch.float32) * w * x_cur.to(torch.float32)).sum(-1)
+        hl.triton_kernel(_PUBLISH_SHARE, args=(slots, g, part_id, share, m), output_like=None)
+        x_next = hl.load(x, [g + groups, tile_p], extra_mask=(g + groups) < m)
+        dy_next = hl.load(grad_out, [g + groups, tile_p], extra_mask=(g + groups) < m)
+        for row in hl.grid(g, m, groups):
+            x_after = hl.load(x, [row + 2 * groups, tile_p], extra_mask=(row + 2 * groups) < m)
+            dy_after = hl.load(grad_out, [row + 2 * groups, tile_p], extra_mask=(row + 2 * groups) < m)
+            share_next = (dy_next.to(torch.float32) * w * x_next.to(torch.float32)).sum(-1)
+            hl.triton_kernel(_PUBLISH_SHARE, args=(slots, row + groups, part_id, share_next, m),
+                             output_like=None)
+            rstd_row = rstd[row]
+            row_sum = hl.triton_kernel(_ROW_SUM_OF_SHARES, args=(slots, row, parts), output_like=share)
+            xhat = x_cur.to(torch.float32) * rstd_row
+            dy_row = dy_cur.to(torch.float32)
+            dx[row, tile_p] = (rstd_row * (dy_row * w - xhat * (row_sum * rstd_row / n))).to(dx.dtype)
+            dw_acc += dy_row * xhat
+            x_cur = x_next
+            dy_cur = dy_next
+            x_next = x_after
+            dy_next = dy_after
+        dw_partial[g, tile_p] = dw_acc
+    return dx, dw_partial
+
+
 @helion.kernel
 def rms_norm_bwd_shared_rows(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
@@ -241,6 +326,7 @@ KERNELS = {
     "rms_norm_bwd_row_dot": rms_norm_bwd_row_dot,
     "rms_norm_bwd_stripe": rms_norm_bwd_stripe,
     "rms_norm_bwd_shared_rows": rms_norm_bwd_shared_rows,
+    "rms_norm_bwd_row_split": rms_norm_bwd_row_split,
     "rms_norm_dw_sum": rms_norm_dw_sum,
 }
 """The Helion kernels of this module by the name their configs are stored under."""
@@ -251,19 +337,25 @@ def width_bucket(n: int) -> str:
     return f"n{triton.next_power_of_2(n)}"
 
 
-def bwd_kernel_names(n: int) -> list[str]:
-    """The backward kernels that run rows of width ``n``, in launch order."""
+def bwd_kernel_names(n: int, dtype: torch.dtype) -> list[str]:
+    """The backward kernels that run rows of width ``n`` in ``dtype``, in launch order.
+
+    Rows padded wider than ``BWD_MAX_WIDTH`` take the row split when they are 16-bit and
+    ``N`` is a multiple of 16 (as in Triton: three rows of a part stay in registers in the
+    input dtype, with vectorized loads), else the shared-rows backward.
+    """
     width = triton.next_power_of_2(n)
     if width <= BWD_MAX_WIDTH:
         return ["rms_norm_bwd", "rms_norm_dw_sum"]
     if width <= SHARED_ROWS_MAX_WIDTH:
-        return ["rms_norm_bwd_shared_rows", "rms_norm_dw_sum"]
+        row_split = dtype.itemsize == 2 and n % 16 == 0
+        return ["rms_norm_bwd_row_split" if row_split else "rms_norm_bwd_shared_rows", "rms_norm_dw_sum"]
     return ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe", "rms_norm_dw_sum"]
 
 
-def kernels_for_width(n: int) -> list[str]:
-    """Names of the kernels that run on rows of width ``n``: the ones to tune for it."""
-    return ["rms_norm_fwd", *bwd_kernel_names(n)]
+def kernels_for_width(n: int, dtype: torch.dtype) -> list[str]:
+    """Names of the kernels that run on rows of width ``n`` in ``dtype``: the ones to tune for it."""
+    return ["rms_norm_fwd", *bwd_kernel_names(n, dtype)]
 
 
 def config_keys(name: str, dtype: torch.dtype, n: int, rows: int) -> tuple[str, ...]:
@@ -297,12 +389,22 @@ def bwd_partials(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The backward's main kernels for ``x``'s width: ``dx`` and the fp32 partial ``dw`` rows."""
     args = (grad_out, x, weight, rstd)
-    first = bwd_kernel_names(x.size(1))[0]
+    first = bwd_kernel_names(x.size(1), x.dtype)[0]
     if first == "rms_norm_bwd_row_dot":
         return _run("rms_norm_bwd_stripe", x, *args, _run(first, x, *args))
-    if first == "rms_norm_bwd":
+    if first == "rms_norm_bwd_row_split" and x.device.type != "cuda":
+        return _one_part_row_split(*args, sm_slots(x.device))
+    if first in ("rms_norm_bwd", "rms_norm_bwd_row_split"):
         return _run(first, x, *args, sm_slots(x.device))
     return _run(first, x, *args)
+
+
+def _one_part_row_split(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`rms_norm_bwd_row_split` with each row one part, for the CPU interpreter: its
+    programs run one after another, so a part would wait forever for a later program."""
+    bound = rms_norm_bwd_row_split.bind(args)
+    bound.set_config(helion.Config(block_sizes=[triton.next_power_of_2(args[1].size(1))], num_warps=4))
+    return bound(*args)
 
 
 class RMSNormFunction(torch.autograd.Function):
@@ -346,7 +448,7 @@ def tuning_args(
     args = (torch.randn_like(x), x, weight, rstd)
     if kernel_name == "rms_norm_bwd_stripe":
         return (*args, torch.randn(m, dtype=torch.float32, device=device))
-    if kernel_name == "rms_norm_bwd":
+    if kernel_name in ("rms_norm_bwd", "rms_norm_bwd_row_split"):
         return (*args, sm_slots(torch.device(device)))
     return args
 
@@ -365,6 +467,7 @@ def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
         "rms_norm_bwd_row_dot": _row_dot_candidates,
         "rms_norm_bwd_stripe": _stripe_candidates,
         "rms_norm_bwd_shared_rows": _shared_rows_candidates,
+        "rms_norm_bwd_row_split": _row_split_candidates,
         "rms_norm_dw_sum": _dw_sum_candidates,
     }
     if kernel_name not in candidates:
@@ -455,6 +558,13 @@ def _shared_rows_candidates(_width: int) -> list[helion.Config]:
     return _unique(base, variants)
 
 
+def _row_split_candidates(_width: int) -> list[helion.Config]:
+    # The part width and warps: Triton's row split ran fastest with 8192-wide parts and 16
+    # warps (probe 18: 4096-wide parts with 8 warps lost 20 points).
+    return [helion.Config(block_sizes=[part], num_warps=warps)
+            for part, warps in ((8192, 16), (8192, 8), (8192, 32), (16384, 32), (4096, 8))]
+
+
 def _dw_sum_candidates(_width: int) -> list[helion.Config]:
     # Any width: columns per program, and all partial rows loaded at once (no reduction loop)
     # so the sum waits on one memory round trip, as the Triton sum does.
@@ -516,7 +626,7 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
             candidates=tuning_candidates(name, width),
         )
         for width in TUNING_WIDTHS
-        for name in kernels_for_width(width)
+        for name in kernels_for_width(width, dtype)
     ]
     many_rows = [
         TuningJob(
@@ -527,7 +637,7 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
         )
         for width in TUNING_WIDTHS
         for name, (_, rows) in MANY_ROWS_SLOTS.items()
-        if name in kernels_for_width(width)
+        if name in kernels_for_width(width, dtype)
     ]
     return jobs + many_rows
 

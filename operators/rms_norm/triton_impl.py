@@ -241,7 +241,8 @@ def _fp32_again(v):
 
 @triton.jit
 def _rms_norm_bwd_kept_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N, BLOCK_N: tl.constexpr
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """One-pass backward, one row a step strided over the grid, ``x`` and ``dy`` kept in their dtype.
 
@@ -249,7 +250,8 @@ def _rms_norm_bwd_kept_kernel(
     program's ``sum(dy * x * rstd)`` is row ``pid`` of ``dw_partial``.  ``x`` and ``dy`` are
     converted to fp32 once for the row sum and again (:func:`_fp32_again`) for ``dx`` and
     ``dw``, so only their 16-bit copies live across the sum: at 16384 wide the row, the
-    ``dw`` accumulator and ``w`` then fit in registers without spilling.
+    ``dw`` accumulator and ``w`` then fit in registers without spilling.  The row loop is
+    pipelined ``NUM_STAGES`` deep (the next rows staged through shared memory).
     """
     _let_dw_sum_launch()
     pid = tl.program_id(0)
@@ -257,7 +259,7 @@ def _rms_norm_bwd_kept_kernel(
     col_mask = cols < N
     dw = tl.zeros([BLOCK_N], dtype=tl.float32)
     programs = tl.num_programs(0)
-    for i in tl.range(0, tl.cdiv(M - pid, programs), num_stages=1):
+    for i in tl.range(0, tl.cdiv(M - pid, programs), num_stages=NUM_STAGES):
         row = pid + i * programs
         offsets = row.to(tl.int64) * N + cols
         x = tl.load(x_ptr + offsets, mask=col_mask, other=0.0)
@@ -456,9 +458,9 @@ class BwdPlan:
     kernel, then ``block_n``-wide column stripes over groups of ``rows_per_program`` rows).
     The one-pass grids are persistent (as many programs as are resident) unless
     ``rows_per_program`` fixes them at ``cdiv(M, rows_per_program)`` programs.  Only
-    ``"one_pass"`` pipelines its row loop (``num_stages``); ``"one_pass_kept"`` and
-    ``"row_split"`` take one row a step; a plan with a setting its kernel would ignore is
-    refused.
+    ``"one_pass"`` and ``"one_pass_kept"`` pipeline their row loop (``num_stages``);
+    ``"one_pass_kept"`` and ``"row_split"`` take one row a step; a plan with a setting its
+    kernel would ignore is refused.
     """
 
     kernel: str
@@ -471,7 +473,7 @@ class BwdPlan:
     def __post_init__(self) -> None:
         if self.kernel in ("one_pass_kept", "row_split") and self.block_m != 1:
             raise ValueError(f"a {self.kernel} backward takes one row a step, not {self}")
-        if self.kernel != "one_pass" and self.num_stages != 1:
+        if self.kernel not in ("one_pass", "one_pass_kept") and self.num_stages != 1:
             raise ValueError(f"a {self.kernel} backward does not pipeline its row loop, not {self}")
         if self.kernel == "row_split" and self.rows_per_program is not None:
             raise ValueError(f"a row_split backward runs on a persistent grid, not {self}")
@@ -674,7 +676,8 @@ def _launch_one_pass_bwd(
     """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
     if plan.kernel == "one_pass_kept":
-        kernel, meta = _rms_norm_bwd_kept_kernel, dict(BLOCK_N=plan.block_n, num_warps=plan.num_warps)
+        kernel = _rms_norm_bwd_kept_kernel
+        meta = dict(BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
     elif plan.kernel == "one_pass_prefetch":
         kernel = _rms_norm_bwd_prefetch_kernel
         meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps)

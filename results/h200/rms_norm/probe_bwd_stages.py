@@ -1,5 +1,7 @@
 """Triton's one-pass backward with its row loop pipelined three and four stages deep, against
-the default plans at 4096 and 8192 wide.
+the default plans at 4096 and 8192 wide, and the kept-input kernel at 16384 wide on a
+persistent grid, pipelined (added after probe 26, where Helion's kernel of that shape ran
+6% ahead of it).
 
 Helion's 8192-wide backward ran 6% faster with one row a step and a three-stage inner loop
 (probe 22), a depth the Triton plans had never been timed at (probe 7 stopped at two).  For
@@ -27,7 +29,7 @@ from probe_common import (
 
 from operators.rms_norm import triton_impl
 
-SHAPES = ((4096, 8192), (16384, 8192), (4096, 5120), (4096, 4096), (32768, 4096))
+SHAPES = ((4096, 8192), (16384, 8192), (4096, 5120), (4096, 4096), (32768, 4096), (4096, 16384))
 
 CANDIDATES = {
     8192: [
@@ -35,6 +37,12 @@ CANDIDATES = {
         triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=4),
         triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=3, rows_per_program=32),
         triton_impl.BwdPlan("one_pass", 1, 8192, 32, num_stages=3),
+    ],
+    16384: [
+        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 32, rows_per_program=32),
+        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 16, num_stages=3),
+        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 32, num_stages=3),
+        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 16, num_stages=2),
     ],
     4096: [
         triton_impl.BwdPlan("one_pass", 1, 4096, 16, num_stages=3),
@@ -56,7 +64,7 @@ def main() -> None:
         nbytes = 3 * m * n * 2
         default = triton_impl.bwd_plan(m, n, DTYPE)
         for label, plan in [("default", default)] + [
-            (f"stages{p.num_stages} w{p.num_warps} m{p.block_m} rows{p.rows_per_program}", p)
+            (f"{p.kernel} stages{p.num_stages} w{p.num_warps} m{p.block_m} rows{p.rows_per_program}", p)
             for p in CANDIDATES[triton.next_power_of_2(n)]
         ]:
             scopes = (("main", triton_impl.launch_bwd_partials), ("whole", triton_impl.launch_bwd))
