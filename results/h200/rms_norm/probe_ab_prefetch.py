@@ -11,17 +11,16 @@ rounds of each version, main kernels alone and whole (with the partial-``dw`` su
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import sys
 
 from probe_common import (
     DTYPE,
     bwd_inputs,
-    check_and_time,
     probe_parser,
     shapes_from,
     start_gpu_timing,
+    time_main_and_whole,
     write_records,
 )
 
@@ -57,16 +56,11 @@ def main() -> None:
     timer, copy_gbps = start_gpu_timing()
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
-        x, weight, dy, rstd, dx_ref, dw_ref = bwd_inputs(m, n)
-        nbytes = 3 * m * n * 2
+        inputs = bwd_inputs(m, n)
         for round_ in range(ROUNDS):
             for label, module in versions.items():
-                plan = plan_of(module, m, n)
-                for scope, launch in (("main", module.launch_bwd_partials), ("whole", module.launch_bwd)):
-                    record = {"shape": [m, n], "variant": f"{label} r{round_}", "scope": scope,
-                              "copy_gbps": copy_gbps}
-                    call = functools.partial(launch, dy, x, weight, rstd, plan)
-                    records.append(check_and_time(timer, call, record, (dx_ref, dw_ref), nbytes))
+                record = {"shape": [m, n], "variant": f"{label} r{round_}", "copy_gbps": copy_gbps}
+                records += time_main_and_whole(timer, module, inputs, plan_of(module, m, n), record)
         write_records(args.out, records)
 
 

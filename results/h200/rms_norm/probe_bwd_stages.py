@@ -14,16 +14,14 @@ the partial-``dw`` sum), against the copy bandwidth measured at the start, with 
 
 from __future__ import annotations
 
-import functools
-
 import triton
 from probe_common import (
     DTYPE,
     bwd_inputs,
-    check_and_time,
     probe_parser,
     shapes_from,
     start_gpu_timing,
+    time_main_and_whole,
     write_records,
 )
 
@@ -60,19 +58,14 @@ def main() -> None:
     timer, copy_gbps = start_gpu_timing()
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
-        x, weight, dy, rstd, dx_ref, dw_ref = bwd_inputs(m, n)
-        nbytes = 3 * m * n * 2
+        inputs = bwd_inputs(m, n)
         default = triton_impl.bwd_plan(m, n, DTYPE)
         for label, plan in [("default", default)] + [
             (f"{p.kernel} stages{p.num_stages} w{p.num_warps} m{p.block_m} rows{p.rows_per_program}", p)
             for p in CANDIDATES[triton.next_power_of_2(n)]
         ]:
-            scopes = (("main", triton_impl.launch_bwd_partials), ("whole", triton_impl.launch_bwd))
-            for scope, launch in scopes:
-                record = {"shape": [m, n], "variant": label, "plan": repr(plan), "scope": scope,
-                          "copy_gbps": copy_gbps}
-                call = functools.partial(launch, dy, x, weight, rstd, plan)
-                records.append(check_and_time(timer, call, record, (dx_ref, dw_ref), nbytes))
+            record = {"shape": [m, n], "variant": label, "plan": repr(plan), "copy_gbps": copy_gbps}
+            records += time_main_and_whole(timer, triton_impl, inputs, plan, record)
             write_records(args.out, records)
 
 

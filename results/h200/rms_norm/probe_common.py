@@ -8,6 +8,7 @@ its JSON result file after each shape, so a probe stopped early keeps what it fi
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 
 import torch
@@ -94,3 +95,18 @@ def check_and_time(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tenso
     label = " ".join(str(record[key]) for key in ("variant", "scope") if key in record)
     print(f"{m}x{n} {label}: {summary}", flush=True)
     return record
+
+
+def time_main_and_whole(timer: CudaTimer, module, inputs: tuple[torch.Tensor, ...], plan,
+                        record: dict) -> list[dict]:
+    """Check and time a Triton backward module's main kernels alone and whole (with the
+    partial-``dw`` sum) under ``plan``, on ``inputs`` from :func:`bwd_inputs`; ``record``
+    holds the shape, variant and ``copy_gbps``."""
+    x, weight, dy, rstd, dx_ref, dw_ref = inputs
+    m, n = x.shape
+    records = []
+    for scope, launch in (("main", module.launch_bwd_partials), ("whole", module.launch_bwd)):
+        call = functools.partial(launch, dy, x, weight, rstd, plan)
+        scoped = {**record, "scope": scope}
+        records.append(check_and_time(timer, call, scoped, (dx_ref, dw_ref), 3 * m * n * 2))
+    return records
