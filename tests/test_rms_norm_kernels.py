@@ -112,15 +112,17 @@ class LaunchSpy:
 
 
 def test_rows_from_8192_wide_run_the_fixed_width_forward_and_pipelined_backward(monkeypatch):
-    # The default path for 5000-wide rows (padded to 8192) must launch the two kernels the
-    # H200 probes chose, masked, and still match the float64 reference.
+    # The default path for 5000-wide fp16 rows (padded to 8192) must launch the two kernels the
+    # H200 probes chose, masked, and still match the float64 reference; fp32 rows keep the
+    # register prefetch (four pipeline stages of fp32 rows overflow shared memory).
     launched = []
     for name in ("_rms_norm_fwd_row_kernel", "_rms_norm_bwd_kernel"):
         monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
-    outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 5000, torch.float32)
+    outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 5000, torch.float16)
     assert launched == ["_rms_norm_fwd_row_kernel", "_rms_norm_bwd_kernel"]
-    assert triton_impl.bwd_plan(5, 5000, torch.float32).num_stages == 4
-    assert_matches_reference(outputs, expected, torch.float32)
+    assert_matches_reference(outputs, expected, torch.float16)
+    assert triton_impl.bwd_plan(5, 5000, torch.float16).num_stages == 4
+    assert triton_impl.bwd_plan(5, 5000, torch.float32).kernel == "one_pass_prefetch"
 
 
 def test_rows_32768_wide_run_the_row_split_backward(monkeypatch):
@@ -304,6 +306,14 @@ def test_bf16_backwards_at_16384_wide_keep_their_input_and_match_reference(monke
         config = helion.Config(programs_per_sm=1, num_warps=4)
         code = helion_impl.rms_norm_bwd.bind(args).to_triton_code(config)
         assert ("tl.int16, bitcast=True" in code) == kept, dtype
+
+
+def test_helion_row_split_parts_fit_their_slots():
+    # A row's parts publish into SLOTS_PER_ROW slots, and each needs an SM of its own.
+    most_parts = helion_impl.SHARED_ROWS_MAX_WIDTH // helion_impl.ROW_SPLIT_MIN_PART
+    assert most_parts <= helion_impl.SLOTS_PER_ROW
+    for config in helion_impl.tuning_candidates("rms_norm_bwd_row_split", helion_impl.SHARED_ROWS_MAX_WIDTH):
+        assert config["block_sizes"][0] >= helion_impl.ROW_SPLIT_MIN_PART
 
 
 @pytest.mark.parametrize("m", [3, 7])

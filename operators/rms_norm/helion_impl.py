@@ -15,10 +15,12 @@ wider-row kernels: one per group of rows); :func:`rms_norm_dw_sum` sums them and
 sum to the weight's dtype in one kernel.  From 16384 wide, :func:`rms_norm_bwd` keeps bf16
 ``x`` and ``dy`` in bf16 and converts them twice (through the bit pattern the second time),
 so the row and the ``dw`` accumulator fit in registers.  Rows padded wider than
-``BWD_MAX_WIDTH`` do not fit in one SM's registers next to a ``dw`` accumulator: up to
-``SHARED_ROWS_MAX_WIDTH`` :func:`rms_norm_bwd_shared_rows` gives each row's column stripes to
-tiles that each reduce the whole row (the repeated reads mostly hit L2); wider rows take the
-split backward: :func:`rms_norm_bwd_row_dot` computes each row's
+``BWD_MAX_WIDTH`` do not fit in one SM's registers next to a ``dw`` accumulator.  Up to
+``SHARED_ROWS_MAX_WIDTH``, 16-bit rows with ``N`` a multiple of 16 take
+:func:`rms_norm_bwd_row_split`, whose column parts of a row add up its sum through slots in
+global memory; other rows :func:`rms_norm_bwd_shared_rows`, which gives each row's column
+stripes to tiles that each reduce the whole row (the repeated reads mostly hit L2).  Wider
+rows take the split backward: :func:`rms_norm_bwd_row_dot` computes each row's
 ``c = rstd * sum(dy * w * x) / N``, then :func:`rms_norm_bwd_stripe` walks column stripes
 over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers (it reads
 ``x`` and ``dy`` twice, but streams).
@@ -47,7 +49,8 @@ BWD_MAX_WIDTH = 16384
 """Widest padded row :func:`rms_norm_bwd` handles."""
 
 SHARED_ROWS_MAX_WIDTH = 32768
-"""Widest padded row :func:`rms_norm_bwd_shared_rows` handles; wider rows take the split backward."""
+"""Widest padded row :func:`rms_norm_bwd_row_split` and :func:`rms_norm_bwd_shared_rows`
+handle; wider rows take the split backward."""
 
 TUNING_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
 """The width buckets of the rms_norm operator's default CUDA sweep (N=5120 pads to 8192)."""
@@ -64,9 +67,9 @@ than the default sweep's M = 4096 (a config tuned on 1024 x 32768 once lost to t
 geometry at 4096 x 32768)."""
 
 TUNING_PARTIAL_ROWS = 256
-"""Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: what
-:func:`rms_norm_bwd` leaves with two programs per SM on the H200 (132 to 1056 with one to
-eight)."""
+"""Partial ``dw`` rows :func:`rms_norm_dw_sum`'s width-bucket configs are timed on: about
+what :func:`rms_norm_bwd` leaves with two programs per SM (264 on the H200's 132 SMs; 132 to
+1056 with one to eight)."""
 
 MANY_ROWS_SLOTS = {"rms_norm_dw_sum": (1024, 2048)}
 """Kernels with a second stored config per width for inputs of many rows, as ``(from, tuned
@@ -74,7 +77,8 @@ on)`` rows (partial ``dw`` rows for the sum): from ``from`` rows they take the c
 under the width's key plus ``|rows<tuned on>``, when there is one.  The sum's width configs
 load all 256 rows they were tuned on at once (22.8 us on 2048 rows, probe 5); the shared-rows
 and split backwards leave one partial row per group of rows, 512 and more from 32768 rows.
-(:func:`rms_norm_bwd` leaves one per program, however many rows it has, and needs no slot.)
+(:func:`rms_norm_bwd` and :func:`rms_norm_bwd_row_split` leave one per program or group of
+programs, however many rows there are, and need no slot.)
 
 Configs are stored for padded widths up to 32768 (``TUNING_WIDTHS``); wider rows, which take
 the split backward, have none, and on a GPU they raise ``MissingConfigError``."""
@@ -195,6 +199,10 @@ def rms_norm_bwd_stripe(
 SLOTS_PER_ROW = 16
 """Slots per row of :func:`rms_norm_bwd_row_split`'s exchange: the most parts a row can have."""
 
+ROW_SPLIT_MIN_PART = 4096
+"""Narrowest part :func:`rms_norm_bwd_row_split` may tune to: rows up to
+``SHARED_ROWS_MAX_WIDTH`` have at most 8 parts, within ``SLOTS_PER_ROW`` and any GPU's SMs."""
+
 _PUBLISH_SHARE = """
 @triton.jit
 def publish_share(slot_ptr, row, part, share, m):
@@ -240,7 +248,8 @@ def rms_norm_bwd_row_split(
     """
     m, n = x.size()
     n = hl.specialize(n)
-    part = hl.register_block_size(min(4096, triton.next_power_of_2(n)), triton.next_power_of_2(n))
+    padded = triton.next_power_of_2(n)
+    part = hl.register_block_size(min(ROW_SPLIT_MIN_PART, padded), padded)
     parts = helion.cdiv(n, part)
     groups = sm_slots.size(0) // parts
     slots = torch.zeros([m * SLOTS_PER_ROW], dtype=torch.int64, device=x.device)
@@ -354,8 +363,13 @@ def bwd_kernel_names(n: int, dtype: torch.dtype) -> list[str]:
 
 
 def kernels_for_width(n: int, dtype: torch.dtype) -> list[str]:
-    """Names of the kernels that run on rows of width ``n`` in ``dtype``: the ones to tune for it."""
-    return ["rms_norm_fwd", *bwd_kernel_names(n, dtype)]
+    """Names of the kernels that run on rows of width ``n``'s bucket in ``dtype``: the ones to
+    tune for it (16-bit rows of the row split's widths whose ``N`` is not a multiple of 16
+    take the shared-rows backward)."""
+    names = ["rms_norm_fwd", *bwd_kernel_names(n, dtype)]
+    if "rms_norm_bwd_row_split" in names:
+        names.insert(2, "rms_norm_bwd_shared_rows")
+    return names
 
 
 def config_keys(name: str, dtype: torch.dtype, n: int, rows: int) -> tuple[str, ...]:
@@ -497,18 +511,18 @@ def _fwd_candidates(width: int) -> list[helion.Config]:
 
 
 def _bwd_candidates(width: int) -> list[helion.Config]:
-    # One row a step, 16 row values per thread (32 at 16384 wide, where 32 warps is the
-    # most a program has), so x, dy, weight and the dw accumulator stay in registers; the
-    # row loop unpipelined or staged three or four rows deep through shared memory (the
-    # 4096- and 8192-wide tuning of 41aef9d: three stages 6-12% ahead of the stored tiles,
-    # two stages far behind); one to eight programs per SM.
+    # One row a step, 16 row values per thread (8 at 1024 wide, with the 4-warp floor), so
+    # x, dy, weight and the dw accumulator stay in registers, and half the warps; the row
+    # loop with no, three or four software-pipeline stages (the 4096- and 8192-wide tuning
+    # of 41aef9d: three stages 6-12% ahead of the old tiles, two far behind; four stages
+    # need more shared memory than an SM has at 16384 wide); one to eight programs per SM.
     warps = min(32, max(4, width // 512))
     per_sm = (1, 2) if width >= 8192 else (2, 4) if width == 4096 else (4, 8)
     configs = [
         {"programs_per_sm": programs, "num_warps": num_warps, "range_num_stages": [0, stages]}
         for programs in per_sm
         for num_warps in dict.fromkeys((warps, max(4, warps // 2)))
-        for stages in (0, 3, 4)
+        for stages in ((0, 3, 4) if width < 16384 else (0, 3))
     ]
     return [helion.Config(**config) for config in configs]
 

@@ -25,9 +25,12 @@ program (per group of programs in the row split).
   program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts),
   launched as a programmatic dependent so that its launch overlaps the main kernel's end.
   At 4096 wide, each program loads its next row into registers before it reduces and
-  stores the current one, so one resident program per SM keeps DRAM busy; at 8192 wide the
-  row loop is pipelined four stages deep instead (the next rows staged through shared
-  memory: 2.5-4 points of copy bandwidth ahead of the register prefetch, probe 23).
+  stores the current one, so one resident program per SM keeps DRAM busy; 16-bit rows 8192
+  wide take the plain one-pass kernel with its row loop given four pipeline stages instead
+  (probe 23: 2.4-2.9 points of copy bandwidth ahead of the register prefetch, whole; why is
+  not established: compiled by Triton 3.7.1 for sm_90, only the ``rstd`` load is staged
+  through shared memory).  fp32 rows keep the prefetch there: staged, their ``x``, ``dy``
+  and ``w`` would need 288 KiB of shared memory.
   At 16384 wide (bf16), programs of 32 warps keep ``x`` and ``dy`` in bf16 and convert them
   twice, which is what lets the row and ``dw`` fit without spilling (probe 11: 84% of copy
   bandwidth for the main kernel, against 60% for the spilling kernel).
@@ -79,8 +82,16 @@ _INTERPRETER_PROGRAMS = 4
 _SLOT_READY: tl.constexpr = tl.constexpr(1 << 32)
 """The ready flag in the high word of a row-split backward's 64-bit slot."""
 
-_GRID_DEPENDENCY_CONTROL: tl.constexpr = tl.constexpr(os.environ.get("TRITON_INTERPRET") != "1")
-"""Whether kernels issue ``griddepcontrol`` instructions: on the GPU, not in the CPU interpreter."""
+def _grid_dependency_control() -> bool:
+    """Whether this process's kernels can use ``griddepcontrol``: compiled (not Triton's CPU
+    interpreter) for a GPU of compute capability 9.0 or later, the first with the instruction."""
+    interpreted = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
+    return not interpreted and torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
+
+
+_GRID_DEPENDENCY_CONTROL: tl.constexpr = tl.constexpr(_grid_dependency_control())
+"""Whether kernels issue ``griddepcontrol`` instructions and the ``dw`` sum is a programmatic
+dependent launch (the capability of the current GPU when this module is imported)."""
 
 _resident_programs: dict[tuple, int] = {}
 
@@ -251,7 +262,7 @@ def _rms_norm_bwd_kept_kernel(
     converted to fp32 once for the row sum and again (:func:`_fp32_again`) for ``dx`` and
     ``dw``, so only their 16-bit copies live across the sum: at 16384 wide the row, the
     ``dw`` accumulator and ``w`` then fit in registers without spilling.  The row loop is
-    pipelined ``NUM_STAGES`` deep (the next rows staged through shared memory).
+    given ``NUM_STAGES`` software-pipeline stages (more than one lost on the H200, probe 28).
     """
     _let_dw_sum_launch()
     pid = tl.program_id(0)
@@ -486,10 +497,16 @@ _BWD_ONE_PASS_PLANS = {
 }
 """The one-pass backward by padded width, the fastest in the H200 probes
 (``results/h200/rms_norm/NOTES.md``): one row per step; at 4096 wide the next row is loaded
-ahead into registers, at 8192 the row loop is pipelined four stages deep (probe 23, whole
-backward: 77.3% of copy bandwidth at 4096 x 8192 against 74.4% for the register prefetch,
-92.1% against 89.7% at 16384 x 8192, 62.4% against 59.7% at 4096 x 5120), while at 16384
-the prefetching kernel spills and ran at 5-37% of copy bandwidth."""
+ahead into registers, at 8192 (16-bit rows; fp32 takes ``_BWD_FP32_PREFETCH_PLAN``) the row
+loop has four pipeline stages (probe 23, whole backward: 77.3% of copy bandwidth at 4096 x
+8192 against 74.4% for the register prefetch, 92.1% against 89.7% at 16384 x 8192, 62.4%
+against 59.7% at 4096 x 5120), while at 16384 the prefetching kernel spills and ran at 5-37%
+of copy bandwidth."""
+
+_BWD_FP32_PREFETCH_PLAN = BwdPlan("one_pass_prefetch", 1, 8192, 16)
+"""The fp32 backward at padded width 8192: the register prefetch, every dtype's plan before
+probe 23.  The four-stage plan would need 288 KiB of shared memory for fp32 rows (compiled
+for sm_90 by Triton 3.7.1), more than an SM has."""
 
 _BWD_ROW_SPLIT = BwdPlan("row_split", 1, 8192, 16)
 """The backward of 16-bit rows padded from 32768 to ``_BWD_MAX_BLOCK_N`` wide, ``N`` a multiple
@@ -542,6 +559,7 @@ def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
 
     Only bf16 takes the kept-input kernel at 16384 wide: its second conversion goes through
     the bit pattern, while the compiler merges fp16's two conversions into one live fp32 copy.
+    fp32 rows 8192 wide keep the register prefetch (the staged plan overflows shared memory).
     Below ``_KEPT_FIXED_GRID_MIN_ROWS`` rows it runs on a persistent grid instead of its
     fixed one, which would leave SMs idle.  Wider rows take the row split when they are
     16-bit and ``N`` is a multiple of 16 (it holds three rows of its part in the input dtype:
@@ -555,6 +573,8 @@ def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
         if m < _KEPT_FIXED_GRID_MIN_ROWS:
             return dataclasses.replace(_BWD_KEPT_PLAN, rows_per_program=None)
         return _BWD_KEPT_PLAN
+    if block_n == _BWD_FP32_PREFETCH_PLAN.block_n and dtype.itemsize == 4:
+        return _BWD_FP32_PREFETCH_PLAN
     if block_n in _BWD_ONE_PASS_PLANS:
         return _BWD_ONE_PASS_PLANS[block_n]
     block_m, num_warps = _tile(block_n, values_per_thread=8, min_tile=2048)
@@ -634,14 +654,14 @@ def sum_partial_rows(
 ) -> torch.Tensor:
     """Sum the fp32 partial ``dw`` rows into a tensor like ``weight`` (``tile`` as :func:`sum_rows_tile`).
 
-    On the GPU the sum is ``dependent`` by default: a programmatic dependent launch, whose
+    On an sm_90+ GPU the sum is ``dependent`` by default: a programmatic dependent launch, whose
     programs start while the kernel launched before it on the stream (the backward kernel
     that wrote ``dw_partial``) is still running and wait for it to finish before reading.
     """
     programs, n = dw_partial.shape
     dw = torch.empty_like(weight)
     block_p, block_n = tile or sum_rows_tile(programs)
-    launch = dict(launch_pdl=True) if dependent and dw_partial.device.type == "cuda" else {}
+    launch = dict(launch_pdl=True) if dependent and _GRID_DEPENDENCY_CONTROL else {}
     _sum_rows_kernel[(triton.cdiv(n, block_n),)](
         dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4, **launch
     )
@@ -669,22 +689,25 @@ def _launch_split_bwd(
     return dw_partial
 
 
+def one_pass_kernel(plan: BwdPlan) -> tuple[triton.JITFunction, dict]:
+    """The kernel of a one-pass ``plan`` and its launch keywords (constexprs and ``num_warps``)."""
+    if plan.kernel == "one_pass_kept":
+        return _rms_norm_bwd_kept_kernel, dict(BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
+                                               num_warps=plan.num_warps)
+    if plan.kernel == "one_pass_prefetch":
+        return _rms_norm_bwd_prefetch_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
+                                                   num_warps=plan.num_warps)
+    return _rms_norm_bwd_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
+                                      NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
+
+
 def _launch_one_pass_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor,
     dx: torch.Tensor, plan: BwdPlan,
 ) -> torch.Tensor:
     """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    if plan.kernel == "one_pass_kept":
-        kernel = _rms_norm_bwd_kept_kernel
-        meta = dict(BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
-    elif plan.kernel == "one_pass_prefetch":
-        kernel = _rms_norm_bwd_prefetch_kernel
-        meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps)
-    else:
-        kernel = _rms_norm_bwd_kernel
-        meta = dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
-                    num_warps=plan.num_warps)
+    kernel, meta = one_pass_kernel(plan)
     if plan.rows_per_program is not None:
         programs = triton.cdiv(m, plan.rows_per_program)
     else:

@@ -1,7 +1,7 @@
 """Triton's forward on a persistent grid with its row loop pipelined three and four stages deep,
 against the default (fixed-width, one row a program) plans and a copy of the same bytes.
 
-The backward's row loop ran 2.5-4 points of copy bandwidth faster four stages deep than
+The backward's row loop ran 2.4-2.9 points of copy bandwidth faster four stages deep than
 with a register prefetch (probe 23); the forward's persistent plans had been timed only two
 stages deep (probes 7-8).  For each shape this times every candidate :class:`FwdPlan`, with
 ``y`` and ``rstd`` checked against float64, against the copy bandwidth measured at the start::

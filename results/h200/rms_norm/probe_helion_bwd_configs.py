@@ -6,6 +6,10 @@ For each shape of the ``n8192`` bucket and each config this times ``rms_norm_bwd
 bandwidth measured at the start, with ``dx`` and ``dw`` checked against float64::
 
     python results/h200/rms_norm/probe_helion_bwd_configs.py --out helion_configs.json
+
+Written for, and run at, d61a6c9 (probe 22), whose ``rms_norm_bwd`` took outer tiles of rows
+(``block_sizes``).  From e453546 the kernel takes an ``sm_slots`` argument and a
+``programs_per_sm`` config instead, so this probe runs only on d61a6c9's ``helion_impl``.
 """
 
 from __future__ import annotations
