@@ -388,6 +388,10 @@ def _run(name: str, x: torch.Tensor, *args: object, rows: int | None = None) -> 
     return call_with_stored_config(KERNELS[name], CONFIG_PATH, keys, *args)
 
 
+SM_GRID_KERNELS = frozenset({"rms_norm_bwd", "rms_norm_bwd_row_split"})
+"""The kernels that size their grid from the SM count: their last argument is :func:`sm_slots`."""
+
+
 @functools.cache
 def sm_slots(device: torch.device) -> torch.Tensor:
     """An empty tensor with one element per SM of ``device`` (``INTERPRETER_SMS`` on the CPU):
@@ -408,7 +412,7 @@ def bwd_partials(
         return _run("rms_norm_bwd_stripe", x, *args, _run(first, x, *args))
     if first == "rms_norm_bwd_row_split" and x.device.type != "cuda":
         return _one_part_row_split(*args, sm_slots(x.device))
-    if first in ("rms_norm_bwd", "rms_norm_bwd_row_split"):
+    if first in SM_GRID_KERNELS:
         return _run(first, x, *args, sm_slots(x.device))
     return _run(first, x, *args)
 
@@ -462,7 +466,7 @@ def tuning_args(
     args = (torch.randn_like(x), x, weight, rstd)
     if kernel_name == "rms_norm_bwd_stripe":
         return (*args, torch.randn(m, dtype=torch.float32, device=device))
-    if kernel_name in ("rms_norm_bwd", "rms_norm_bwd_row_split"):
+    if kernel_name in SM_GRID_KERNELS:
         return (*args, sm_slots(torch.device(device)))
     return args
 
@@ -608,11 +612,8 @@ def _dw_sum_many_rows_candidates() -> list[helion.Config]:
     return _unique(base, variants)
 
 
-def _many_rows_candidates(kernel_name: str, width: int) -> list[helion.Config]:
-    """Candidates of ``kernel_name``'s many-rows slot (``MANY_ROWS_SLOTS``) at ``width``."""
-    if kernel_name != "rms_norm_dw_sum":
-        raise ValueError(f"{kernel_name!r} has no many-rows slot (slots: {', '.join(MANY_ROWS_SLOTS)})")
-    return _dw_sum_many_rows_candidates()
+_MANY_ROWS_CANDIDATES = {"rms_norm_dw_sum": _dw_sum_many_rows_candidates}
+"""The candidates of each kernel's many-rows slot (``MANY_ROWS_SLOTS``), the same at every width."""
 
 
 def _unique(base: dict, variants: list[dict]) -> list[helion.Config]:
@@ -647,7 +648,7 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
             kernel=KERNELS[name],
             key=config_keys(name, dtype, width, rows)[0],
             make_args=functools.partial(tuning_args, name, rows, width, dtype, device),
-            candidates=_many_rows_candidates(name, width),
+            candidates=_MANY_ROWS_CANDIDATES[name](),
         )
         for width in TUNING_WIDTHS
         for name, (_, rows) in MANY_ROWS_SLOTS.items()
