@@ -95,6 +95,8 @@ PLANS = {
                             triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
     "kept": (triton_impl.FwdPlan(1, 4),
              triton_impl.BwdPlan("one_pass_kept", 1, 256, 4, rows_per_program=5)),
+    "fwd_prefetch": (triton_impl.FwdPlan(1, 4, persistent=True, prefetch=True),
+                     triton_impl.BwdPlan("one_pass", 1, 256, 4)),
     "row_split": (triton_impl.FwdPlan(1, 4),  # one part a row under the interpreter
                   triton_impl.BwdPlan("row_split", 1, 64, 4)),
 }
@@ -211,6 +213,8 @@ def test_second_conversion_to_fp32_is_exact(dtype):
 def test_fixed_width_forward_plan_refuses_settings_it_would_ignore():
     with pytest.raises(ValueError, match="one row per program"):
         triton_impl.FwdPlan(4, 8, fixed_width=True)
+    with pytest.raises(ValueError, match="persistent grid"):
+        triton_impl.FwdPlan(1, 8, prefetch=True)
 
 
 @pytest.mark.parametrize("n", [256, 200])

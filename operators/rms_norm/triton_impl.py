@@ -131,6 +131,32 @@ def _rms_norm_fwd_kernel(
 
 
 @triton.jit
+def _rms_norm_fwd_prefetch_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, M, eps, N: tl.constexpr,
+                                  BLOCK_N: tl.constexpr):
+    """Normalize rows ``pid, pid + programs, ...``, one a step, loading each next row ahead.
+
+    ``rstd = rsqrt(sum(x^2) / N + eps)``, ``y = x * rstd * w``, with the width compiled in.
+    The next row's load is issued (kept in ``x``'s dtype) before the current row is reduced
+    and stored, so its DRAM latency overlaps them; ``w`` is loaded once per program.
+    """
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    x_next = tl.load(x_ptr + tl.cast(pid, tl.int64) * N + cols, mask=col_mask & (pid < M), other=0.0)
+    for row in tl.range(pid, M, programs, num_stages=1):
+        x = x_next.to(tl.float32)
+        following = row + programs
+        x_next = tl.load(x_ptr + tl.cast(following, tl.int64) * N + cols, mask=col_mask & (following < M),
+                         other=0.0)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+        tl.store(y_ptr + tl.cast(row, tl.int64) * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty),
+                 mask=col_mask)
+        tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
 def _rms_norm_fwd_row_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr, BLOCK_N: tl.constexpr):
     """Normalize row ``pid`` with its width ``N`` compiled in.
 
@@ -443,7 +469,9 @@ class FwdPlan:
     """A forward launch: ``block_m`` rows per step; ``persistent`` grids prefetch ``num_stages - 1`` steps.
 
     ``fixed_width`` plans run :func:`_rms_norm_fwd_row_kernel` (one row per program, so
-    ``block_m`` 1, one stage, not persistent) with ``num_warps``.
+    ``block_m`` 1, one stage, not persistent) with ``num_warps``; ``prefetch`` plans run
+    :func:`_rms_norm_fwd_prefetch_kernel` (one row a step on a persistent grid, the next row
+    loaded ahead into registers, so ``block_m`` 1, one stage, persistent).
     """
 
     block_m: int
@@ -451,10 +479,14 @@ class FwdPlan:
     num_stages: int = 1
     persistent: bool = False
     fixed_width: bool = False
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         if self.fixed_width and (self.block_m, self.num_stages, self.persistent) != (1, 1, False):
             raise ValueError(f"a fixed-width forward runs one row per program in one stage, not {self}")
+        settings = (self.block_m, self.num_stages, self.persistent, self.fixed_width)
+        if self.prefetch and settings != (1, 1, True, False):
+            raise ValueError(f"a prefetching forward runs one row a step on a persistent grid, not {self}")
 
 
 @dataclass(frozen=True)
@@ -626,6 +658,12 @@ def launch_fwd(
     if plan.fixed_width:
         _rms_norm_fwd_row_kernel[(m,)](x, weight, y, rstd, eps, N=n, BLOCK_N=triton.next_power_of_2(n),
                                        num_warps=plan.num_warps)
+        return y, rstd
+    if plan.prefetch:
+        meta = dict(N=n, BLOCK_N=triton.next_power_of_2(n), num_warps=plan.num_warps)
+        args = (x, weight, y, rstd, m, eps)
+        programs = _persistent_grid(_rms_norm_fwd_prefetch_kernel, args, meta, x.device, m)
+        _rms_norm_fwd_prefetch_kernel[(programs,)](*args, **meta)
         return y, rstd
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=triton.next_power_of_2(n),
                 NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
