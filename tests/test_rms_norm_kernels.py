@@ -97,6 +97,8 @@ PLANS = {
              triton_impl.BwdPlan("one_pass_kept", 1, 256, 4, rows_per_program=5)),
     "fwd_prefetch": (triton_impl.FwdPlan(1, 4, persistent=True, prefetch=True),
                      triton_impl.BwdPlan("one_pass", 1, 256, 4)),
+    "fwd_looped": (triton_impl.FwdPlan(1, 4, num_stages=2, chunk=64),
+                   triton_impl.BwdPlan("one_pass", 1, 256, 4)),
     "row_split": (triton_impl.FwdPlan(1, 4),  # one part a row under the interpreter
                   triton_impl.BwdPlan("row_split", 1, 64, 4)),
 }
@@ -215,6 +217,8 @@ def test_fixed_width_forward_plan_refuses_settings_it_would_ignore():
         triton_impl.FwdPlan(4, 8, fixed_width=True)
     with pytest.raises(ValueError, match="persistent grid"):
         triton_impl.FwdPlan(1, 8, prefetch=True)
+    with pytest.raises(ValueError, match="plain grid"):
+        triton_impl.FwdPlan(1, 8, persistent=True, chunk=1024)
 
 
 @pytest.mark.parametrize("n", [256, 200])

@@ -157,6 +157,32 @@ def _rms_norm_fwd_prefetch_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, M, eps, N: tl.c
 
 
 @triton.jit
+def _rms_norm_fwd_looped_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr, CHUNK: tl.constexpr,
+                                NUM_STAGES: tl.constexpr):
+    """Normalize row ``pid`` in two loops over ``CHUNK``-wide column chunks.
+
+    The first loop accumulates ``sum(x^2)`` (its loads marked to stay in L2), then
+    ``rstd = rsqrt(sum(x^2) / N + eps)``; the second reads ``x`` again, from L2 when it stayed
+    there (marked to leave it), and stores ``y = x * rstd * w``.  Only a chunk is live at a
+    time, so many programs fit on an SM whatever the width.
+    """
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * N
+    acc = tl.zeros([CHUNK], dtype=tl.float32)
+    for start in tl.range(0, N, CHUNK, num_stages=NUM_STAGES):
+        cols = start + tl.arange(0, CHUNK)
+        x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        acc += x * x
+    rstd = tl.rsqrt(tl.sum(acc, axis=0) / N + eps)
+    for start in tl.range(0, N, CHUNK, num_stages=NUM_STAGES):
+        cols = start + tl.arange(0, CHUNK)
+        x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_ptr + row * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=cols < N)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
 def _rms_norm_fwd_row_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr, BLOCK_N: tl.constexpr):
     """Normalize row ``pid`` with its width ``N`` compiled in.
 
@@ -471,7 +497,9 @@ class FwdPlan:
     ``fixed_width`` plans run :func:`_rms_norm_fwd_row_kernel` (one row per program, so
     ``block_m`` 1, one stage, not persistent) with ``num_warps``; ``prefetch`` plans run
     :func:`_rms_norm_fwd_prefetch_kernel` (one row a step on a persistent grid, the next row
-    loaded ahead into registers, so ``block_m`` 1, one stage, persistent).
+    loaded ahead into registers, so ``block_m`` 1, one stage, persistent); ``chunk`` plans run
+    :func:`_rms_norm_fwd_looped_kernel` (one row per program in two loops over ``chunk``-wide
+    column chunks, each loop ``num_stages`` deep, not persistent).
     """
 
     block_m: int
@@ -480,6 +508,7 @@ class FwdPlan:
     persistent: bool = False
     fixed_width: bool = False
     prefetch: bool = False
+    chunk: int | None = None
 
     def __post_init__(self) -> None:
         if self.fixed_width and (self.block_m, self.num_stages, self.persistent) != (1, 1, False):
@@ -487,6 +516,9 @@ class FwdPlan:
         settings = (self.block_m, self.num_stages, self.persistent, self.fixed_width)
         if self.prefetch and settings != (1, 1, True, False):
             raise ValueError(f"a prefetching forward runs one row a step on a persistent grid, not {self}")
+        if self.chunk is not None and (self.block_m, self.persistent, self.fixed_width, self.prefetch) != (
+                1, False, False, False):
+            raise ValueError(f"a looped forward runs one row per program on a plain grid, not {self}")
 
 
 @dataclass(frozen=True)
@@ -658,6 +690,10 @@ def launch_fwd(
     if plan.fixed_width:
         _rms_norm_fwd_row_kernel[(m,)](x, weight, y, rstd, eps, N=n, BLOCK_N=triton.next_power_of_2(n),
                                        num_warps=plan.num_warps)
+        return y, rstd
+    if plan.chunk is not None:
+        _rms_norm_fwd_looped_kernel[(m,)](x, weight, y, rstd, eps, N=n, CHUNK=plan.chunk,
+                                          NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
         return y, rstd
     if plan.prefetch:
         meta = dict(N=n, BLOCK_N=triton.next_power_of_2(n), num_warps=plan.num_warps)
