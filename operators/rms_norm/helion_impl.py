@@ -509,14 +509,15 @@ def _fwd_candidates(width: int) -> list[helion.Config]:
     ]
     if width <= 8192:
         variants.append({"block_sizes": [2 * rows], "num_warps": min(32, 2 * warps)})
-    # One row a program in two loops over column chunks, as inductor writes it: the sum of
-    # squares, then y from x read again (mostly from L2), with and without the eviction
-    # hints that keep x in L2 for the second loop (loads: x, x again, weight).
+    # One row a program in two loops over column chunks of at most half a row, as inductor
+    # writes it: the sum of squares, then y from x read again, mostly from L2, with the
+    # eviction hints that keep x there for the second loop (loads: x, x again, weight);
+    # 4-16 values a thread.
     variants += [
-        {"block_sizes": [1], "reduction_loops": [chunk], "num_warps": loop_warps, **hints}
-        for chunk in (1024, 2048, 4096) if chunk < width
-        for loop_warps in (4, 8) if chunk // (32 * loop_warps) >= 4
-        for hints in ({}, {"load_eviction_policies": ["last", "first", "last"]})
+        {"block_sizes": [1], "reduction_loops": [chunk], "num_warps": loop_warps,
+         "load_eviction_policies": ["last", "first", "last"]}
+        for chunk in (512, 1024, 2048, 4096, 8192) if chunk <= width // 2
+        for loop_warps in (4, 8, 16, 32) if 4 <= chunk // (32 * loop_warps) <= 16
     ]
     return _unique(base, variants)
 

@@ -21,21 +21,20 @@ from operators.compile_support import compiled
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS, llama_rms_norm
 
-SHAPES = ((4096, 16384), (4096, 8192), (4096, 32768), (16384, 8192), (32768, 4096))
+SHAPES = ((4096, 16384), (4096, 8192), (4096, 32768), (16384, 8192), (32768, 4096), (4096, 4096),
+          (4096, 5120), (4096, 2048), (4096, 1024))
 
-PREFETCH_WARPS = {4096: (8,), 8192: (8, 16), 16384: (16, 32), 32768: (32,)}
+PREFETCH_WARPS = {8192: (16,), 16384: (16,)}
 """``num_warps`` of the prefetching persistent plans (prediction 21), by padded width."""
 
 
 def looped_plans(width: int) -> list[triton_impl.FwdPlan]:
-    """Chunks of 1024-4096 (8192 too for the widest rows), 4-16 warps with at least four
-    values a thread, loops one or two stages deep."""
-    chunks = (1024, 2048, 4096, 8192) if width >= 32768 else (1024, 2048, 4096)
+    """One-stage loops over chunks of 512-8192 values, at most half a row, 4-32 warps holding
+    4-16 values a thread (probe 29: two-stage loops lost everywhere)."""
     return [
-        triton_impl.FwdPlan(1, warps, stages, chunk=chunk)
-        for chunk in chunks if chunk < width
-        for warps in (4, 8, 16) if chunk // (32 * warps) >= 4
-        for stages in (1, 2)
+        triton_impl.FwdPlan(1, warps, chunk=chunk)
+        for chunk in (512, 1024, 2048, 4096, 8192) if chunk <= width // 2
+        for warps in (4, 8, 16, 32) if 4 <= chunk // (32 * warps) <= 16
     ]
 
 
@@ -59,7 +58,8 @@ def main() -> None:
         width = triton.next_power_of_2(n)
         variants = {"torch_compile": _compiled_call(x, weight)}
         plans = [triton_impl.fwd_plan(m, n)] + [
-            triton_impl.FwdPlan(1, warps, persistent=True, prefetch=True) for warps in PREFETCH_WARPS[width]
+            triton_impl.FwdPlan(1, warps, persistent=True, prefetch=True)
+            for warps in PREFETCH_WARPS.get(width, ())
         ] + looped_plans(width)
         variants.update({repr(plan): functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
                          for plan in plans})
