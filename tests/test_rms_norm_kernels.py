@@ -91,12 +91,10 @@ PLANS = {
               triton_impl.BwdPlan("split", 4, 64, 4, rows_per_program=10)),
     "prefetch": (triton_impl.FwdPlan(1, 4, num_stages=2, persistent=True),
                  triton_impl.BwdPlan("one_pass_prefetch", 2, 256, 4)),
-    "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4, fixed_width=True),
+    "prefetch_fixed_rows": (triton_impl.FwdPlan(1, 4),
                             triton_impl.BwdPlan("one_pass_prefetch", 1, 256, 4, rows_per_program=5)),
     "kept": (triton_impl.FwdPlan(1, 4),
              triton_impl.BwdPlan("one_pass_kept", 1, 256, 4, rows_per_program=5)),
-    "fwd_prefetch": (triton_impl.FwdPlan(1, 4, persistent=True, prefetch=True),
-                     triton_impl.BwdPlan("one_pass", 1, 256, 4)),
     "fwd_looped": (triton_impl.FwdPlan(1, 4, num_stages=2, chunk=64),
                    triton_impl.BwdPlan("one_pass", 1, 256, 4)),
     "row_split": (triton_impl.FwdPlan(1, 4),  # one part a row under the interpreter
@@ -115,18 +113,31 @@ class LaunchSpy:
         return self.kernel[grid]
 
 
-def test_rows_from_8192_wide_run_the_fixed_width_forward_and_pipelined_backward(monkeypatch):
-    # The default path for 5000-wide fp16 rows (padded to 8192) must launch the two kernels the
-    # H200 probes chose, masked, and still match the float64 reference; fp32 rows keep the
-    # register prefetch (four pipeline stages of fp32 rows overflow shared memory).
+def test_rows_5000_wide_run_the_looped_forward_and_pipelined_backward(monkeypatch):
+    # The default path for 5000-wide fp16 rows must launch the two kernels the H200 probes
+    # chose (the forward in three 2048-wide chunks, the last one masked; the backward padded
+    # to 8192) and still match the float64 reference; fp32 rows keep the register prefetch
+    # (four pipeline stages of fp32 rows overflow shared memory).
     launched = []
-    for name in ("_rms_norm_fwd_row_kernel", "_rms_norm_bwd_kernel"):
+    for name in ("_rms_norm_fwd_looped_kernel", "_rms_norm_bwd_kernel"):
         monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 5000, torch.float16)
-    assert launched == ["_rms_norm_fwd_row_kernel", "_rms_norm_bwd_kernel"]
+    assert launched == ["_rms_norm_fwd_looped_kernel", "_rms_norm_bwd_kernel"]
     assert_matches_reference(outputs, expected, torch.float16)
+    assert triton_impl.fwd_plan(5, 5000).chunk == 2048
     assert triton_impl.bwd_plan(5, 5000, torch.float16).num_stages == 4
     assert triton_impl.bwd_plan(5, 5000, torch.float32).kernel == "one_pass_prefetch"
+
+
+@pytest.mark.parametrize(
+    "n, chunk", [(1000, None), (2048, 1024), (16384, 4096), (32768, 8192), (100000, 8192)]
+)
+def test_forward_loops_over_chunks_from_2048_wide_at_any_width(n, chunk):
+    # Rows narrower than 2048 are tiled whole; wider ones loop, rows wider than the table's
+    # widest entry in its chunks rather than in one block that would not fit in registers.
+    plan = triton_impl.fwd_plan(4096, n)
+    assert plan.chunk == chunk
+    assert plan.chunk is None or plan.num_warps * 32 * 4 <= plan.chunk
 
 
 def test_rows_32768_wide_run_the_row_split_backward(monkeypatch):
@@ -212,20 +223,18 @@ def test_second_conversion_to_fp32_is_exact(dtype):
     assert torch.equal(out, x.float())
 
 
-def test_fixed_width_forward_plan_refuses_settings_it_would_ignore():
+def test_looped_forward_plan_refuses_settings_it_would_ignore():
     with pytest.raises(ValueError, match="one row per program"):
-        triton_impl.FwdPlan(4, 8, fixed_width=True)
-    with pytest.raises(ValueError, match="persistent grid"):
-        triton_impl.FwdPlan(1, 8, prefetch=True)
+        triton_impl.FwdPlan(4, 8, chunk=1024)
     with pytest.raises(ValueError, match="plain grid"):
         triton_impl.FwdPlan(1, 8, persistent=True, chunk=1024)
 
 
 @pytest.mark.parametrize("n", [256, 200])
-def test_triton_fixed_width_forward_matches_reference(n):
-    # A power-of-two width runs unmasked, any other width masked: both must normalize every row.
+def test_triton_looped_forward_matches_reference(n):
+    # 64-wide chunks: four full ones at 256, three and a masked one at 200.
     x, weight = torch.randn(M, n), torch.randn(n)
-    y, rstd = triton_impl.launch_fwd(x, weight, EPS, triton_impl.FwdPlan(1, 4, fixed_width=True))
+    y, rstd = triton_impl.launch_fwd(x, weight, EPS, triton_impl.FwdPlan(1, 4, chunk=64))
     rstd_want = torch.rsqrt(x.double().pow(2).mean(-1) + EPS)
     torch.testing.assert_close(rstd.double(), rstd_want, rtol=1e-5, atol=1e-6)
     y_want = x.double() * rstd_want[:, None] * weight.double()

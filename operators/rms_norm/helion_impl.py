@@ -9,6 +9,10 @@ Same math as :mod:`operators.rms_norm.triton_impl` (fp32 inside, ``rstd`` saved 
 Means are written as ``sum / n`` with ``n = hl.specialize(N)``: ``.mean(-1)`` inside a Helion
 kernel divides by the padded block width when ``N`` is not a power of two.
 
+The forward's stored H200 configs from 1024 wide loop over column chunks
+(``reduction_loops``, with eviction hints): the row sum, then ``y`` from ``x`` read again,
+mostly from L2, so only a chunk is live (probe 30 in ``results/h200/rms_norm/NOTES.md``).
+
 The backward kernels return partial ``dw`` rows (:func:`rms_norm_bwd`, up to 16384 wide: one
 per program of a grid sized from the SM count, the programs striding over the rows; the
 wider-row kernels: one per group of rows); :func:`rms_norm_dw_sum` sums them and casts the

@@ -10,16 +10,18 @@ Backward, with ``xhat = x * rstd`` and ``g = dy * weight``::
     dx = rstd * (g - xhat * mean(g * xhat, axis=-1))
     dw = sum over rows of dy * xhat
 
-The forward reads ``x`` once and writes ``y`` once; the one-pass backward reads ``x``, ``dy``
+The forward reads ``x`` from DRAM once (the looped kernel reads it again, mostly from L2) and
+writes ``y`` once; the one-pass backward reads ``x``, ``dy``
 and ``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw`` row per
 program (per group of programs in the row split).
 
-* Forward: each program normalizes blocks of whole rows held in registers, one program per
-  block of rows.  Rows from ``_FWD_FIXED_WIDTH_BLOCK_N`` wide take a kernel with the width
-  compiled in: one row per program, no row loop, no masks when the width is a power of two
-  (the shape of Helion's generated forward: on the H200 it ran 0.6-4.3 points of copy
-  bandwidth ahead of the general kernel's default plans from 8192 to 32768 wide, and 6-8
-  points ahead of it at the same geometry, one row and 32 warps; probes 6 and 8).
+* Forward: rows from ``_FWD_LOOPED_MIN_N`` wide take one program each, which walks the row
+  twice in column chunks: the first loop sums ``x^2``, the second reads ``x`` again, mostly
+  from L2 (the loads carry eviction hints for that), and stores ``y``.  Only a chunk is live,
+  so many programs share an SM whatever the width: on the H200 this ran 1.2-8.3 points of copy
+  bandwidth ahead of keeping whole rows in registers from 2048 to 32768 wide, and matched a
+  copy of the same bytes at 4096x16384, 4096x32768 and 16384x8192 (probe 30).  Narrower rows
+  are normalized whole, in blocks of rows held in registers.
 * Backward, one pass: as many programs as fit on the GPU at once stride over the rows,
   writing ``dx`` and accumulating a partial ``dw`` in fp32 registers; one partial row per
   program lands in a ``(programs, N)`` buffer that a second small kernel sums (and casts),
@@ -67,8 +69,12 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-_FWD_FIXED_WIDTH_BLOCK_N = 8192
-"""Padded row width from which the forward compiles the width into a one-row-per-program kernel."""
+_FWD_LOOPED_MIN_N = 2048
+"""Row width from which the forward takes the looped kernel, one row per program."""
+
+_FWD_LOOPED_PLANS = {2048: (1024, 4), 4096: (2048, 8), 8192: (4096, 16), 16384: (4096, 32), 32768: (8192, 32)}
+"""``(chunk, num_warps)`` of the looped forward by the largest power of two not above the
+width (the fastest in the H200 probe 30; the widest entry serves all wider rows)."""
 
 _BWD_ONE_PASS_MAX_BLOCK_N = 16384
 """Widest padded row one program keeps whole; wider rows are split across programs."""
@@ -131,32 +137,6 @@ def _rms_norm_fwd_kernel(
 
 
 @triton.jit
-def _rms_norm_fwd_prefetch_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, M, eps, N: tl.constexpr,
-                                  BLOCK_N: tl.constexpr):
-    """Normalize rows ``pid, pid + programs, ...``, one a step, loading each next row ahead.
-
-    ``rstd = rsqrt(sum(x^2) / N + eps)``, ``y = x * rstd * w``, with the width compiled in.
-    The next row's load is issued (kept in ``x``'s dtype) before the current row is reduced
-    and stored, so its DRAM latency overlaps them; ``w`` is loaded once per program.
-    """
-    pid = tl.program_id(0)
-    programs = tl.num_programs(0)
-    cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-    x_next = tl.load(x_ptr + tl.cast(pid, tl.int64) * N + cols, mask=col_mask & (pid < M), other=0.0)
-    for row in tl.range(pid, M, programs, num_stages=1):
-        x = x_next.to(tl.float32)
-        following = row + programs
-        x_next = tl.load(x_ptr + tl.cast(following, tl.int64) * N + cols, mask=col_mask & (following < M),
-                         other=0.0)
-        rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
-        tl.store(y_ptr + tl.cast(row, tl.int64) * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty),
-                 mask=col_mask)
-        tl.store(rstd_ptr + row, rstd)
-
-
-@triton.jit
 def _rms_norm_fwd_looped_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr, CHUNK: tl.constexpr,
                                 NUM_STAGES: tl.constexpr):
     """Normalize row ``pid`` in two loops over ``CHUNK``-wide column chunks.
@@ -179,29 +159,6 @@ def _rms_norm_fwd_looped_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.conste
         x = tl.load(x_row + cols, mask=cols < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
         w = tl.load(w_ptr + cols, mask=cols < N, other=0.0, eviction_policy="evict_last").to(tl.float32)
         tl.store(y_ptr + row * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=cols < N)
-    tl.store(rstd_ptr + row, rstd)
-
-
-@triton.jit
-def _rms_norm_fwd_row_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Normalize row ``pid`` with its width ``N`` compiled in.
-
-    ``rstd = rsqrt(sum(x^2) / N + eps)``, ``y = x * rstd * w``; loads and stores are masked
-    only when ``N`` is not a power of two.
-    """
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_N)
-    if N == BLOCK_N:
-        x = tl.load(x_ptr + row * N + cols).to(tl.float32)
-    else:
-        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
-    if N == BLOCK_N:
-        y = x * rstd * tl.load(w_ptr + cols).to(tl.float32)
-        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty))
-    else:
-        y = x * rstd * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
-        tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=cols < N)
     tl.store(rstd_ptr + row, rstd)
 
 
@@ -494,30 +451,19 @@ def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N:
 class FwdPlan:
     """A forward launch: ``block_m`` rows per step; ``persistent`` grids prefetch ``num_stages - 1`` steps.
 
-    ``fixed_width`` plans run :func:`_rms_norm_fwd_row_kernel` (one row per program, so
-    ``block_m`` 1, one stage, not persistent) with ``num_warps``; ``prefetch`` plans run
-    :func:`_rms_norm_fwd_prefetch_kernel` (one row a step on a persistent grid, the next row
-    loaded ahead into registers, so ``block_m`` 1, one stage, persistent); ``chunk`` plans run
-    :func:`_rms_norm_fwd_looped_kernel` (one row per program in two loops over ``chunk``-wide
-    column chunks, each loop ``num_stages`` deep, not persistent).
+    ``chunk`` plans run :func:`_rms_norm_fwd_looped_kernel` instead: one row per program
+    (so ``block_m`` 1, not persistent) in two loops over ``chunk``-wide column chunks, each
+    ``num_stages`` deep.
     """
 
     block_m: int
     num_warps: int
     num_stages: int = 1
     persistent: bool = False
-    fixed_width: bool = False
-    prefetch: bool = False
     chunk: int | None = None
 
     def __post_init__(self) -> None:
-        if self.fixed_width and (self.block_m, self.num_stages, self.persistent) != (1, 1, False):
-            raise ValueError(f"a fixed-width forward runs one row per program in one stage, not {self}")
-        settings = (self.block_m, self.num_stages, self.persistent, self.fixed_width)
-        if self.prefetch and settings != (1, 1, True, False):
-            raise ValueError(f"a prefetching forward runs one row a step on a persistent grid, not {self}")
-        if self.chunk is not None and (self.block_m, self.persistent, self.fixed_width, self.prefetch) != (
-                1, False, False, False):
+        if self.chunk is not None and (self.block_m, self.persistent) != (1, False):
             raise ValueError(f"a looped forward runs one row per program on a plain grid, not {self}")
 
 
@@ -606,16 +552,15 @@ def _tile(block_n: int, values_per_thread: int, min_tile: int) -> tuple[int, int
 def fwd_plan(m: int, n: int) -> FwdPlan:
     """The forward launch for an ``(m, n)`` input.
 
-    Narrow rows are grouped into tiles of 4096 values; rows from 4096 wide get one program
-    each with 8 warps; rows from ``_FWD_FIXED_WIDTH_BLOCK_N`` wide, the fixed-width kernel with
-    16 warps at 8192 and 32 from 16384 (the fastest in the H200 probe 8).
+    Rows from ``_FWD_LOOPED_MIN_N`` wide take the looped kernel as ``_FWD_LOOPED_PLANS`` says
+    for the largest power of two not above ``n`` (so a 5120-wide row loops three times over
+    2048-wide chunks, not twice over 4096, half of them masked); narrower rows, tiles of
+    4096 values.
     """
-    block_n = triton.next_power_of_2(n)
-    if block_n >= _FWD_FIXED_WIDTH_BLOCK_N:
-        return FwdPlan(1, 16 if block_n == 8192 else 32, fixed_width=True)
-    if block_n >= 4096:
-        return FwdPlan(1, 8)
-    return FwdPlan(*_tile(block_n, values_per_thread=32, min_tile=4096))
+    if n >= _FWD_LOOPED_MIN_N:
+        chunk, num_warps = _FWD_LOOPED_PLANS[min(1 << (n.bit_length() - 1), max(_FWD_LOOPED_PLANS))]
+        return FwdPlan(1, num_warps, chunk=chunk)
+    return FwdPlan(*_tile(triton.next_power_of_2(n), values_per_thread=32, min_tile=4096))
 
 
 def bwd_plan(m: int, n: int, dtype: torch.dtype) -> BwdPlan:
@@ -687,19 +632,9 @@ def launch_fwd(
     m, n = x.shape
     y = torch.empty_like(x)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-    if plan.fixed_width:
-        _rms_norm_fwd_row_kernel[(m,)](x, weight, y, rstd, eps, N=n, BLOCK_N=triton.next_power_of_2(n),
-                                       num_warps=plan.num_warps)
-        return y, rstd
     if plan.chunk is not None:
         _rms_norm_fwd_looped_kernel[(m,)](x, weight, y, rstd, eps, N=n, CHUNK=plan.chunk,
                                           NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
-        return y, rstd
-    if plan.prefetch:
-        meta = dict(N=n, BLOCK_N=triton.next_power_of_2(n), num_warps=plan.num_warps)
-        args = (x, weight, y, rstd, m, eps)
-        programs = _persistent_grid(_rms_norm_fwd_prefetch_kernel, args, meta, x.device, m)
-        _rms_norm_fwd_prefetch_kernel[(programs,)](*args, **meta)
         return y, rstd
     meta = dict(BLOCK_M=plan.block_m, BLOCK_N=triton.next_power_of_2(n),
                 NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)

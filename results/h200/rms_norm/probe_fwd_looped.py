@@ -1,5 +1,6 @@
 """Triton's forward in two loops over column chunks (``FwdPlan(..., chunk=...)``) against the
-default plans, the prefetching persistent plans, ``torch_compile`` and a copy of the same bytes.
+default plans, ``torch_compile`` and a copy of the same bytes (probes 29-30, at 1028b93 and
+42444e6, also timed the prefetching persistent plans of prediction 21, since removed).
 
 Prediction 22 (``NOTES.md``): the looped kernel, which keeps only a chunk of a row live and
 reads ``x`` a second time mostly from L2, runs ahead of the whole-row kernels at 4096 rows, as
@@ -23,10 +24,6 @@ from operators.rms_norm.operator import EPS, llama_rms_norm
 
 SHAPES = ((4096, 16384), (4096, 8192), (4096, 32768), (16384, 8192), (32768, 4096), (4096, 4096),
           (4096, 5120), (4096, 2048), (4096, 1024))
-
-PREFETCH_WARPS = {8192: (16,), 16384: (16,)}
-"""``num_warps`` of the prefetching persistent plans (prediction 21), by padded width."""
-
 
 def looped_plans(width: int) -> list[triton_impl.FwdPlan]:
     """One-stage loops over chunks of 512-8192 values, at most half a row, 4-32 warps holding
@@ -57,10 +54,7 @@ def main() -> None:
 
         width = triton.next_power_of_2(n)
         variants = {"torch_compile": _compiled_call(x, weight)}
-        plans = [triton_impl.fwd_plan(m, n)] + [
-            triton_impl.FwdPlan(1, warps, persistent=True, prefetch=True)
-            for warps in PREFETCH_WARPS.get(width, ())
-        ] + looped_plans(width)
+        plans = [triton_impl.fwd_plan(m, n), *looped_plans(width)]
         variants.update({repr(plan): functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
                          for plan in plans})
         for variant, call in variants.items():

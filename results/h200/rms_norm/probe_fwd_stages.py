@@ -1,7 +1,5 @@
 """Triton's forward on a persistent grid with its row loop pipelined three and four stages deep,
-or with each next row loaded ahead into registers (``prefetch`` plans, branch
-``next/fwd-prefetch``), against the default (fixed-width, one row a program) plans and a copy
-of the same bytes.
+against the default (fixed-width, one row a program) plans and a copy of the same bytes.
 
 The backward's row loop ran 2.4-2.9 points of copy bandwidth faster four stages deep than
 with a register prefetch (probe 23); the forward's persistent plans had been timed only two
@@ -32,10 +30,6 @@ CANDIDATES = {
 }
 """``(num_warps, num_stages)`` of the persistent one-row plans, by padded width."""
 
-PREFETCH_WARPS = {4096: (8,), 8192: (8, 16), 16384: (16, 32), 32768: (32,)}
-"""``num_warps`` of the prefetching plans, by padded width (no spills offline for sm_90 up to
-16384 wide; 116 bytes at 32768 with 32 warps)."""
-
 
 def main() -> None:
     args = probe_parser(__doc__, ", ".join(f"{m}x{n}" for m, n in SHAPES)).parse_args()
@@ -53,10 +47,10 @@ def main() -> None:
         records.append({"shape": [m, n], "variant": "copy_same_bytes", "ms": ms, "copy_gbps": copy_gbps,
                         "pct_copy": 100 * nbytes / ms / 1e6 / copy_gbps})
         print(f"{m}x{n} copy_same_bytes: {1000 * ms:.1f} us, {records[-1]['pct_copy']:.1f}%", flush=True)
-        width = triton.next_power_of_2(n)
         plans = [triton_impl.fwd_plan(m, n)] + [
-            triton_impl.FwdPlan(1, warps, stages, persistent=True) for warps, stages in CANDIDATES[width]
-        ] + [triton_impl.FwdPlan(1, warps, persistent=True, prefetch=True) for warps in PREFETCH_WARPS[width]]
+            triton_impl.FwdPlan(1, warps, stages, persistent=True)
+            for warps, stages in CANDIDATES[triton.next_power_of_2(n)]
+        ]
         for plan in plans:
             record = {"shape": [m, n], "variant": repr(plan), "copy_gbps": copy_gbps}
             try:

@@ -6,7 +6,8 @@ or split backward), checks each result against a float32 reference, and times
 ``dst.copy_(src)`` over the bytes the operator's model counts, so each plan is read against
 the copy at its own size as well as against large-copy bandwidth.  The forward also times
 Helion's kernel with its stored config, the same-run reference for the Triton plans.  Writes
-one JSON record per timing and prints the best plans::
+one JSON record per timing and prints the best plans (the one-row candidates were the
+fixed-width kernel until session 8 removed it; they are now looped plans, probe 30)::
 
     python results/h200/rms_norm/probe_plans.py --out probe.json --budget-s 200 [--shape M,N] [--mode bwd]
 """
@@ -46,8 +47,8 @@ def fwd_candidates(n: int) -> Iterator[impl.FwdPlan]:
         yield impl.FwdPlan(block_m, warps)
         if 2 * block_m * block_n * 2 <= MAX_PREFETCH_BYTES:
             yield impl.FwdPlan(block_m, warps, 2, persistent=True)
-        if block_m == 1:
-            yield impl.FwdPlan(1, warps, fixed_width=True)
+        if block_m == 1 and block_n >= 2048:
+            yield impl.FwdPlan(1, warps, chunk=min(block_n // 2, 32 * warps * 8))
 
 
 def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
