@@ -48,6 +48,48 @@ def write_records(path: str, records: list[dict]) -> None:
         json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
 
 
+def fwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
+    """Fresh bf16 ``x`` and ``weight`` on the GPU, and the float64 ``rstd`` and ``y`` they should give."""
+    x = torch.randn(m, n, device="cuda", dtype=DTYPE)
+    weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
+    rstd = torch.rsqrt(x.double().pow(2).mean(-1) + EPS)
+    return x, weight, rstd, x.double() * rstd[:, None] * weight.double()
+
+
+def same_bytes_copy(nbytes: int):
+    """A ``dst.copy_(src)`` call that reads and writes ``nbytes`` in all."""
+    src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
+    return functools.partial(torch.empty_like(src).copy_, src)
+
+
+def check_and_time_fwd(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor] | None,
+                       nbytes: int) -> dict:
+    """Run a forward variant, record its errors against the float64 ``refs`` (``rstd``, ``y``)
+    and its time as a share of ``record["copy_gbps"]``, and print a line.
+
+    ``call`` returns ``y`` and ``rstd`` (or ``None`` for it); ``refs`` is ``None`` for a call
+    that is timed unchecked (a copy).  A variant that fails to compile or launch is recorded
+    with its error, not raised.
+    """
+    try:
+        if refs is not None:
+            y, rstd = call()
+            record["y_max_rel_err"] = max_rel_err(y, refs[1])
+            if rstd is not None:
+                record["rstd_max_rel_err"] = max_rel_err(rstd, refs[0])
+        ms = timer.measure(call).p50
+        record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / record["copy_gbps"])
+        keys = ("y_max_rel_err", "rstd_max_rel_err")
+        errors = ", ".join(f"{record[key]:.1e}" for key in keys if key in record)
+        summary = f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}%" + (f" (errors {errors})" if errors else "")
+    except Exception as exc:  # recorded, so the other variants still run
+        record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
+    m, n = record["shape"]
+    label = " ".join(str(record[key]) for key in ("variant", "flush") if key in record)
+    print(f"{m}x{n} {label}: {summary}", flush=True)
+    return record
+
+
 def bwd_reference(
     x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,7 +19,15 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from probe_common import DTYPE, max_rel_err, probe_parser, shapes_from, start_gpu_timing, write_records
+from probe_common import (
+    check_and_time_fwd,
+    fwd_inputs,
+    probe_parser,
+    same_bytes_copy,
+    shapes_from,
+    start_gpu_timing,
+    write_records,
+)
 
 from harness.timing import CudaTimer, L2Flusher
 from operators.rms_norm import triton_impl
@@ -94,36 +102,20 @@ def main() -> None:
     clean_timer = CleanFlushTimer(timer.warmup_ms, timer.rep_ms)
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
-        x = torch.randn(m, n, device="cuda", dtype=DTYPE)
-        weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
-        rstd_ref = torch.rsqrt(x.double().pow(2).mean(-1) + EPS)
-        y_ref = x.double() * rstd_ref[:, None] * weight.double()
+        x, weight, *refs = fwd_inputs(m, n)
         nbytes = 2 * m * n * 2
-        src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
-        dst = torch.empty_like(src)
+        copy = same_bytes_copy(nbytes)
         plan = triton_impl.fwd_plan(m, n)
         library = functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
-        variants = [("copy_same_bytes", "zeroed", timer, functools.partial(dst.copy_, src)),
-                    ("copy_same_bytes", "clean", clean_timer, functools.partial(dst.copy_, src)),
-                    (repr(plan), "zeroed", timer, library),
-                    (repr(plan), "clean", clean_timer, library)]
-        variants += [(f"store {name}", "zeroed", timer, hinted_call(x, weight, plan, hint))
+        variants = [("copy_same_bytes", "zeroed", timer, copy, None),
+                    ("copy_same_bytes", "clean", clean_timer, copy, None),
+                    (repr(plan), "zeroed", timer, library, refs),
+                    (repr(plan), "clean", clean_timer, library, refs)]
+        variants += [(f"store {name}", "zeroed", timer, hinted_call(x, weight, plan, hint), refs)
                      for name, hint in STORE_HINTS.items()]
-        for variant, flush, variant_timer, call in variants:
+        for variant, flush, variant_timer, call, variant_refs in variants:
             record = {"shape": [m, n], "variant": variant, "flush": flush, "copy_gbps": copy_gbps}
-            try:
-                outputs = call()
-                if variant != "copy_same_bytes":
-                    record["y_max_rel_err"] = max_rel_err(outputs[0], y_ref)
-                    record["rstd_max_rel_err"] = max_rel_err(outputs[1], rstd_ref)
-                ms = variant_timer.measure(call).p50
-                record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / copy_gbps)
-                error = record.get("y_max_rel_err", 0.0)
-                summary = f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}% (y error {error:.1e})"
-            except Exception as exc:  # recorded, so the other variants still run
-                record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
-            records.append(record)
-            print(f"{m}x{n} {variant} [{flush} flush]: {summary}", flush=True)
+            records.append(check_and_time_fwd(variant_timer, call, record, variant_refs, nbytes))
         write_records(args.out, records)
 
 

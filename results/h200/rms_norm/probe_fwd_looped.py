@@ -16,7 +16,15 @@ import functools
 
 import torch
 import triton
-from probe_common import DTYPE, max_rel_err, probe_parser, shapes_from, start_gpu_timing, write_records
+from probe_common import (
+    check_and_time_fwd,
+    fwd_inputs,
+    probe_parser,
+    same_bytes_copy,
+    shapes_from,
+    start_gpu_timing,
+    write_records,
+)
 
 from operators.compile_support import compiled
 from operators.rms_norm import triton_impl
@@ -40,38 +48,17 @@ def main() -> None:
     timer, copy_gbps = start_gpu_timing()
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
-        x = torch.randn(m, n, device="cuda", dtype=DTYPE)
-        weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
-        rstd_ref = torch.rsqrt(x.double().pow(2).mean(-1) + EPS)
-        y_ref = x.double() * rstd_ref[:, None] * weight.double()
+        x, weight, *refs = fwd_inputs(m, n)
         nbytes = 2 * m * n * 2
-        src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
-        dst = torch.empty_like(src)
-        ms = timer.measure(functools.partial(dst.copy_, src)).p50
-        records.append({"shape": [m, n], "variant": "copy_same_bytes", "ms": ms, "copy_gbps": copy_gbps,
-                        "pct_copy": 100 * nbytes / ms / 1e6 / copy_gbps})
-        print(f"{m}x{n} copy_same_bytes: {1000 * ms:.1f} us, {records[-1]['pct_copy']:.1f}%", flush=True)
-
-        width = triton.next_power_of_2(n)
+        record = {"shape": [m, n], "copy_gbps": copy_gbps}
+        copy_record = {**record, "variant": "copy_same_bytes"}
+        records.append(check_and_time_fwd(timer, same_bytes_copy(nbytes), copy_record, None, nbytes))
         variants = {"torch_compile": _compiled_call(x, weight)}
-        plans = [triton_impl.fwd_plan(m, n), *looped_plans(width)]
+        plans = [triton_impl.fwd_plan(m, n), *looped_plans(triton.next_power_of_2(n))]
         variants.update({repr(plan): functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
                          for plan in plans})
         for variant, call in variants.items():
-            record = {"shape": [m, n], "variant": variant, "copy_gbps": copy_gbps}
-            try:
-                y, rstd = call()
-                record["y_max_rel_err"] = max_rel_err(y, y_ref)
-                if rstd is not None:
-                    record["rstd_max_rel_err"] = max_rel_err(rstd, rstd_ref)
-                ms = timer.measure(call).p50
-                record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / copy_gbps)
-                summary = (f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}% "
-                           f"(errors {record['y_max_rel_err']:.1e}, {record.get('rstd_max_rel_err', 0):.1e})")
-            except Exception as exc:  # recorded, so the other variants still run
-                record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
-            records.append(record)
-            print(f"{m}x{n} {variant}: {summary}", flush=True)
+            records.append(check_and_time_fwd(timer, call, {**record, "variant": variant}, refs, nbytes))
         write_records(args.out, records)
 
 

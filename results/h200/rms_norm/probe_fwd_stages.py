@@ -1,5 +1,6 @@
 """Triton's forward on a persistent grid with its row loop pipelined three and four stages deep,
-against the default (fixed-width, one row a program) plans and a copy of the same bytes.
+against the default plans and a copy of the same bytes (probe 25, at 9640496, timed them
+against the fixed-width forward, one row a program, since replaced by the looped one).
 
 The backward's row loop ran 2.4-2.9 points of copy bandwidth faster four stages deep than
 with a register prefetch (probe 23); the forward's persistent plans had been timed only two
@@ -13,9 +14,16 @@ from __future__ import annotations
 
 import functools
 
-import torch
 import triton
-from probe_common import DTYPE, max_rel_err, probe_parser, shapes_from, start_gpu_timing, write_records
+from probe_common import (
+    check_and_time_fwd,
+    fwd_inputs,
+    probe_parser,
+    same_bytes_copy,
+    shapes_from,
+    start_gpu_timing,
+    write_records,
+)
 
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
@@ -36,36 +44,18 @@ def main() -> None:
     timer, copy_gbps = start_gpu_timing()
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
-        x = torch.randn(m, n, device="cuda", dtype=DTYPE)
-        weight = (1 + 0.1 * torch.randn(n, device="cuda")).to(DTYPE)
-        rstd_ref = torch.rsqrt(x.double().pow(2).mean(-1) + EPS)
-        y_ref = x.double() * rstd_ref[:, None] * weight.double()
+        x, weight, *refs = fwd_inputs(m, n)
         nbytes = 2 * m * n * 2
-        src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
-        dst = torch.empty_like(src)
-        ms = timer.measure(functools.partial(dst.copy_, src)).p50
-        records.append({"shape": [m, n], "variant": "copy_same_bytes", "ms": ms, "copy_gbps": copy_gbps,
-                        "pct_copy": 100 * nbytes / ms / 1e6 / copy_gbps})
-        print(f"{m}x{n} copy_same_bytes: {1000 * ms:.1f} us, {records[-1]['pct_copy']:.1f}%", flush=True)
+        record = {"shape": [m, n], "copy_gbps": copy_gbps}
+        copy_record = {**record, "variant": "copy_same_bytes"}
+        records.append(check_and_time_fwd(timer, same_bytes_copy(nbytes), copy_record, None, nbytes))
         plans = [triton_impl.fwd_plan(m, n)] + [
             triton_impl.FwdPlan(1, warps, stages, persistent=True)
             for warps, stages in CANDIDATES[triton.next_power_of_2(n)]
         ]
         for plan in plans:
-            record = {"shape": [m, n], "variant": repr(plan), "copy_gbps": copy_gbps}
-            try:
-                call = functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
-                y, rstd = call()
-                record["y_max_rel_err"] = max_rel_err(y, y_ref)
-                record["rstd_max_rel_err"] = max_rel_err(rstd, rstd_ref)
-                ms = timer.measure(call).p50
-                record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / copy_gbps)
-                summary = (f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}% "
-                           f"(errors {record['y_max_rel_err']:.1e}, {record['rstd_max_rel_err']:.1e})")
-            except Exception as exc:  # recorded, so the other plans still run
-                record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
-            records.append(record)
-            print(f"{m}x{n} {record['variant']}: {summary}", flush=True)
+            call = functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
+            records.append(check_and_time_fwd(timer, call, {**record, "variant": repr(plan)}, refs, nbytes))
         write_records(args.out, records)
 
 
