@@ -67,20 +67,33 @@ def test_helion_tuning_jobs_cover_every_kernel_of_the_default_cuda_sweep(dtype: 
 
     jobs = helion_impl.tuning_jobs(dtype, "cuda")
     shapes = RMSNormOperator("cuda", dtype).default_shapes()
+    # Every key a call on a default shape can look up (many rows: its many-rows slot too).
     expected = {
-        helion_impl.config_key(name, dtype, helion_impl.width_bucket(n))
+        key
         for _, n in shapes
         for name in helion_impl.kernels_for_width(n, dtype)
-    } | {
-        helion_impl.config_keys(name, dtype, n, rows)[0]
-        for _, n in shapes
-        for name, (_, rows) in helion_impl.MANY_ROWS_SLOTS.items()
-        if name in helion_impl.kernels_for_width(n, dtype)
+        for key in helion_impl.config_keys(name, dtype, n, rows=2**30)
     }
     assert {job.key for job in jobs} == expected
     assert len(jobs) == len(expected)
     for job in jobs:
         assert isinstance(job.make_args, functools.partial) and job.candidates
+
+
+@pytest.mark.parametrize("n, fwd_bucket, bwd_bucket", [
+    (1024, "n1024", "n1024"), (5120, "n4096", "n8192"), (8192, "n8192", "n8192"), (40000, "n32768", "n65536"),
+])
+def test_helion_forward_configs_are_keyed_by_the_power_of_two_below_the_width(
+    n: int, fwd_bucket: str, bwd_bucket: str
+) -> None:
+    # The forward's looped configs walk a row in chunks: a 5120-wide row takes the 2048-wide
+    # chunks of the 4096 bucket; the backward keeps padded rows and its next power of two.
+    from operators.rms_norm import helion_impl
+
+    fwd_keys = helion_impl.config_keys("rms_norm_fwd", torch.bfloat16, n, 4096)
+    bwd_keys = helion_impl.config_keys("rms_norm_bwd", torch.bfloat16, n, 4096)
+    assert fwd_keys == (f"rms_norm_fwd|bfloat16|{fwd_bucket}",)
+    assert bwd_keys == (f"rms_norm_bwd|bfloat16|{bwd_bucket}",)
 
 
 def test_run_py_end_to_end(tmp_path) -> None:

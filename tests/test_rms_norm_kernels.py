@@ -129,15 +129,28 @@ def test_rows_5000_wide_run_the_looped_forward_and_pipelined_backward(monkeypatc
     assert triton_impl.bwd_plan(5, 5000, torch.float32).kernel == "one_pass_prefetch"
 
 
-@pytest.mark.parametrize(
-    "n, chunk", [(1000, None), (2048, 1024), (16384, 4096), (32768, 8192), (100000, 8192)]
-)
+@pytest.mark.parametrize("n, chunk", [
+    (1000, None), (2047, None), (2048, 1024), (3000, 1024), (5120, 2048), (16384, 4096), (32768, 8192),
+    (100000, 8192), (131073, 8192),
+])
 def test_forward_loops_over_chunks_from_2048_wide_at_any_width(n, chunk):
-    # Rows narrower than 2048 are tiled whole; wider ones loop, rows wider than the table's
-    # widest entry in its chunks rather than in one block that would not fit in registers.
+    # Rows narrower than 2048 are tiled whole; wider ones loop, in chunks no wider than the
+    # row, rows wider than the table's widest entry in its chunks rather than in one block
+    # that would not fit in registers.
     plan = triton_impl.fwd_plan(4096, n)
     assert plan.chunk == chunk
-    assert plan.chunk is None or plan.num_warps * 32 * 4 <= plan.chunk
+    assert plan.chunk is None or plan.num_warps * 32 * 4 <= plan.chunk <= n
+
+
+def test_looped_forward_writes_nothing_past_its_rows():
+    # y is the front of a NaN-filled buffer one chunk longer: the masked stores of the last,
+    # partial chunk of the last row must leave the rest of it alone.
+    x, weight = torch.randn(M, 200), torch.randn(200)
+    buffer = torch.full((M * 200 + 64,), float("nan"))
+    rstd = torch.empty(M)
+    triton_impl._rms_norm_fwd_looped_kernel[(M,)](x, weight, buffer, rstd, EPS, N=200, CHUNK=64, NUM_STAGES=1)
+    assert buffer[M * 200:].isnan().all()
+    assert not buffer[:M * 200].isnan().any()
 
 
 def test_rows_32768_wide_run_the_row_split_backward(monkeypatch):
@@ -223,11 +236,13 @@ def test_second_conversion_to_fp32_is_exact(dtype):
     assert torch.equal(out, x.float())
 
 
-def test_looped_forward_plan_refuses_settings_it_would_ignore():
+def test_looped_forward_plan_refuses_settings_it_would_ignore_or_cannot_compile():
     with pytest.raises(ValueError, match="one row per program"):
         triton_impl.FwdPlan(4, 8, chunk=1024)
     with pytest.raises(ValueError, match="plain grid"):
         triton_impl.FwdPlan(1, 8, persistent=True, chunk=1024)
+    with pytest.raises(ValueError, match="power of two"):
+        triton_impl.FwdPlan(1, 8, chunk=3000)
 
 
 @pytest.mark.parametrize("n", [256, 200])
@@ -441,6 +456,7 @@ def test_helion_kernels_prefer_their_many_rows_config_from_many_rows(monkeypatch
     for m in (64, 1):
         run_forward_backward(helion_impl.rms_norm, m, 200, torch.float32)
     width = {name: f"{name}|float32|n256" for name in helion_impl.KERNELS}
+    width["rms_norm_fwd"] = "rms_norm_fwd|float32|n128"  # the forward's bucket is the power of two below
     assert calls == [
         ("rms_norm_fwd", (width["rms_norm_fwd"],)),
         ("rms_norm_bwd", (width["rms_norm_bwd"] + "|rows32768", width["rms_norm_bwd"])),

@@ -29,9 +29,11 @@ rows take the split backward: :func:`rms_norm_bwd_row_dot` computes each row's
 over groups of rows, writing ``dx`` and keeping each stripe's ``dw`` in registers (it reads
 ``x`` and ``dy`` twice, but streams).
 
-Configs are stored per ``(kernel, dtype, bucket)``, where the bucket is the row width padded
-to the next power of two (``"n8192"`` holds N=5120 and N=8192): the kernels keep a padded row
-per tile, so rows in one bucket use the same registers and the same config.
+Configs are stored per ``(kernel, dtype, bucket)``.  For the backward kernels the bucket is
+the row width padded to the next power of two (``"n8192"`` holds N=5120 and N=8192): they
+keep a padded row per tile, so rows in one bucket use the same registers and the same config.
+The forward's looped configs walk a row in chunks instead, and its bucket is the largest
+power of two not above the width (:func:`fwd_width_bucket`: ``"n4096"`` holds N=5120).
 """
 
 from __future__ import annotations
@@ -376,10 +378,23 @@ def kernels_for_width(n: int, dtype: torch.dtype) -> list[str]:
     return names
 
 
+def fwd_width_bucket(n: int) -> str:
+    """The stored-config bucket of :func:`rms_norm_fwd` for rows of width ``n``: the largest
+    power of two not above ``n``, at most the widest of ``TUNING_WIDTHS``.
+
+    Its stored configs loop over column chunks, so a 5120-wide row takes the 4096 bucket's
+    2048-wide chunks (three, the last half masked) rather than the 8192 bucket's 4096-wide
+    ones (two, the second three quarters masked), and rows wider than 32768 the 32768
+    bucket's chunks.
+    """
+    return f"n{min(1 << (n.bit_length() - 1), max(TUNING_WIDTHS))}"
+
+
 def config_keys(name: str, dtype: torch.dtype, n: int, rows: int) -> tuple[str, ...]:
     """Stored-config keys of kernel ``name`` on ``rows`` rows of width ``n`` in ``dtype``, in
     order of preference: the many-rows slot (see ``MANY_ROWS_SLOTS``), then the width's."""
-    width_key = config_key(name, dtype, width_bucket(n))
+    bucket = fwd_width_bucket(n) if name == "rms_norm_fwd" else width_bucket(n)
+    width_key = config_key(name, dtype, bucket)
     if name not in MANY_ROWS_SLOTS or rows < MANY_ROWS_SLOTS[name][0]:
         return (width_key,)
     return (f"{width_key}|rows{MANY_ROWS_SLOTS[name][1]}", width_key)
@@ -513,7 +528,7 @@ def _fwd_candidates(width: int) -> list[helion.Config]:
     ]
     if width <= 8192:
         variants.append({"block_sizes": [2 * rows], "num_warps": min(32, 2 * warps)})
-    # One row a program in two loops over column chunks of at most half a row, as inductor
+    # One row a program in two loops over column chunks of at most half the width, as inductor
     # writes it: the sum of squares, then y from x read again, mostly from L2, with the
     # eviction hints that keep x there for the second loop (loads: x, x again, weight);
     # 4-16 values a thread.

@@ -11,9 +11,9 @@ Backward, with ``xhat = x * rstd`` and ``g = dy * weight``::
     dw = sum over rows of dy * xhat
 
 The forward reads ``x`` from DRAM once (the looped kernel reads it again, mostly from L2) and
-writes ``y`` once; the one-pass backward reads ``x``, ``dy``
-and ``rstd`` once (from DRAM) and writes ``dx`` once, plus one fp32 partial ``dw`` row per
-program (per group of programs in the row split).
+writes ``y`` once; the one-pass backward reads ``x``, ``dy`` and ``rstd`` once (from DRAM) and
+writes ``dx`` once, plus one fp32 partial ``dw`` row per program (per group of programs in
+the row split).
 
 * Forward: rows from ``_FWD_LOOPED_MIN_N`` wide take one program each, which walks the row
   twice in column chunks: the first loop sums ``x^2``, the second reads ``x`` again, mostly
@@ -465,6 +465,8 @@ class FwdPlan:
     def __post_init__(self) -> None:
         if self.chunk is not None and (self.block_m, self.persistent) != (1, False):
             raise ValueError(f"a looped forward runs one row per program on a plain grid, not {self}")
+        if self.chunk is not None and (self.chunk < 1 or self.chunk & (self.chunk - 1)):
+            raise ValueError(f"a looped forward's chunk must be a power of two, not {self.chunk}")
 
 
 @dataclass(frozen=True)
@@ -554,8 +556,8 @@ def fwd_plan(m: int, n: int) -> FwdPlan:
 
     Rows from ``_FWD_LOOPED_MIN_N`` wide take the looped kernel as ``_FWD_LOOPED_PLANS`` says
     for the largest power of two not above ``n`` (so a 5120-wide row loops three times over
-    2048-wide chunks, not twice over 4096, half of them masked); narrower rows, tiles of
-    4096 values.
+    2048-wide chunks, the last half masked, rather than twice over 4096-wide ones, the second
+    three quarters masked); narrower rows, tiles of 4096 values.
     """
     if n >= _FWD_LOOPED_MIN_N:
         chunk, num_warps = _FWD_LOOPED_PLANS[min(1 << (n.bit_length() - 1), max(_FWD_LOOPED_PLANS))]

@@ -1,13 +1,13 @@
 """What the L2 lines left dirty by the timer's flush cost a short forward, and whether a
 streaming hint on the ``y`` stores avoids paying for them (prediction 25 in ``NOTES.md``).
 
-The timer flushes L2 by zeroing a buffer twice its size, which leaves L2 full of dirty lines
-that the timed kernel's own lines evict, and so write back inside its timed window.  For each
-shape this times, with that flush and with a clean one (the zeroing followed by a read-only
-pass over another buffer, so the write-back happens before the timed window), a copy of the
-same bytes and Triton's default forward; and, with the usual flush, the looped forward with
-its ``y`` stores marked ``evict_first`` or cache-streaming (``.cs``).  ``y`` and ``rstd`` are
-checked against float64::
+The timer flushes L2 by zeroing a buffer of at least twice its size (256 MiB on the H200),
+which leaves L2 full of dirty lines that the timed kernel's own lines evict, and so write
+back inside its timed window.  For each shape this times, with that flush and with a clean
+one (the zeroing followed by a read-only pass over another buffer, so the write-back
+happens before the timed window), a copy of the same bytes and Triton's default forward;
+and, with the usual flush, the looped forward with its ``y`` stores marked ``evict_first``
+or cache-streaming (``.cs``).  ``y`` and ``rstd`` are checked against float64::
 
     python results/h200/rms_norm/probe_fwd_hints.py --out fwd_hints.json [--shape M,N]
 """
