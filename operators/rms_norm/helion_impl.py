@@ -87,7 +87,8 @@ and split backwards leave one partial row per group of rows, 512 and more from 3
 programs, however many rows there are, and need no slot.)
 
 Configs are stored for padded widths up to 32768 (``TUNING_WIDTHS``); wider rows, which take
-the split backward, have none, and on a GPU they raise ``MissingConfigError``."""
+the split backward, have none for it, and on a GPU their backward raises
+``MissingConfigError`` (their forward takes the n32768 config, see :func:`fwd_width_bucket`)."""
 
 
 @helion.kernel
