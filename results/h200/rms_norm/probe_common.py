@@ -56,38 +56,27 @@ def fwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
     return x, weight, rstd, x.double() * rstd[:, None] * weight.double()
 
 
-def same_bytes_copy(nbytes: int):
-    """A ``dst.copy_(src)`` call that reads and writes ``nbytes`` in all."""
-    src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
-    return functools.partial(torch.empty_like(src).copy_, src)
-
-
-def check_and_time_fwd(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor] | None,
+def check_and_time_fwd(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
                        nbytes: int) -> dict:
     """Run a forward variant, record its errors against the float64 ``refs`` (``rstd``, ``y``)
-    and its time as a share of ``record["copy_gbps"]``, and print a line.
+    and its time (:func:`_time_checked`); ``call`` returns ``y`` and ``rstd`` (or ``None``
+    for it)."""
+    def errors(outputs: tuple) -> dict:
+        y, rstd = outputs
+        found = {"y_max_rel_err": max_rel_err(y, refs[1])}
+        if rstd is not None:
+            found["rstd_max_rel_err"] = max_rel_err(rstd, refs[0])
+        return found
 
-    ``call`` returns ``y`` and ``rstd`` (or ``None`` for it); ``refs`` is ``None`` for a call
-    that is timed unchecked (a copy).  A variant that fails to compile or launch is recorded
-    with its error, not raised.
-    """
-    try:
-        if refs is not None:
-            y, rstd = call()
-            record["y_max_rel_err"] = max_rel_err(y, refs[1])
-            if rstd is not None:
-                record["rstd_max_rel_err"] = max_rel_err(rstd, refs[0])
-        ms = timer.measure(call).p50
-        record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / record["copy_gbps"])
-        keys = ("y_max_rel_err", "rstd_max_rel_err")
-        errors = ", ".join(f"{record[key]:.1e}" for key in keys if key in record)
-        summary = f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}%" + (f" (errors {errors})" if errors else "")
-    except Exception as exc:  # recorded, so the other variants still run
-        record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
-    m, n = record["shape"]
-    label = " ".join(str(record[key]) for key in ("variant", "flush") if key in record)
-    print(f"{m}x{n} {label}: {summary}", flush=True)
-    return record
+    return _time_checked(timer, call, record, errors, nbytes)
+
+
+def time_same_bytes_copy(timer: CudaTimer, record: dict, nbytes: int) -> dict:
+    """Time a ``dst.copy_(src)`` that reads and writes ``nbytes`` in all, as variant
+    ``copy_same_bytes`` of ``record`` (:func:`_time_checked`, unchecked)."""
+    src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
+    copy = functools.partial(torch.empty_like(src).copy_, src)
+    return _time_checked(timer, copy, {**record, "variant": "copy_same_bytes"}, None, nbytes)
 
 
 def bwd_reference(
@@ -117,24 +106,37 @@ def bwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
 
 def check_and_time(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
                    nbytes: int) -> dict:
-    """Run a backward variant, record its errors against the float64 ``refs`` and its time.
+    """Run a backward variant, record its errors against the float64 ``refs`` and its time
+    (:func:`_time_checked`); ``call`` returns ``dx`` and either ``dw`` or the partial ``dw``
+    rows (summed here)."""
+    def errors(outputs: tuple) -> dict:
+        dx, dw = outputs
+        return {"dx_max_rel_err": max_rel_err(dx, refs[0]),
+                "dw_max_rel_err": max_rel_err(dw.sum(0) if dw.dim() == 2 else dw, refs[1])}
 
-    ``call`` returns ``dx`` and either ``dw`` or the partial ``dw`` rows (summed here);
-    ``record`` holds the shape, variant and ``copy_gbps``.  A variant that fails to compile or
-    launch is recorded with its error, not raised.
+    return _time_checked(timer, call, record, errors, nbytes)
+
+
+def _time_checked(timer: CudaTimer, call, record: dict, errors, nbytes: int) -> dict:
+    """Run ``call`` once and add ``errors(outputs)`` to ``record`` (unless ``errors`` is
+    ``None``), then time it as a share of ``record["copy_gbps"]`` for ``nbytes`` and print a
+    line.  ``record`` holds the shape, variant and copy bandwidth (and any ``flush`` or
+    ``scope``, which the line names).  A variant that fails to compile or launch is recorded
+    with its error, not raised, so the other variants still run.
     """
     try:
-        dx, dw = call()
-        record["dx_max_rel_err"] = max_rel_err(dx, refs[0])
-        record["dw_max_rel_err"] = max_rel_err(dw.sum(0) if dw.dim() == 2 else dw, refs[1])
+        outputs = call()
+        found = errors(outputs) if errors is not None else {}
+        record.update(found)
         ms = timer.measure(call).p50
         record.update(ms=ms, pct_copy=100 * nbytes / ms / 1e6 / record["copy_gbps"])
-        summary = (f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}% "
-                   f"(errors {record['dx_max_rel_err']:.1e}, {record['dw_max_rel_err']:.1e})")
+        summary = f"{1000 * ms:.1f} us, {record['pct_copy']:.1f}%"
+        if found:
+            summary += " (errors " + ", ".join(f"{value:.1e}" for value in found.values()) + ")"
     except Exception as exc:  # recorded, so the other variants still run
         record["error"] = summary = f"{type(exc).__name__}: {exc}"[:300]
     m, n = record["shape"]
-    label = " ".join(str(record[key]) for key in ("variant", "scope") if key in record)
+    label = " ".join(str(record[key]) for key in ("variant", "flush", "scope") if key in record)
     print(f"{m}x{n} {label}: {summary}", flush=True)
     return record
 

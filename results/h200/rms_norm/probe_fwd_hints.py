@@ -23,9 +23,9 @@ from probe_common import (
     check_and_time_fwd,
     fwd_inputs,
     probe_parser,
-    same_bytes_copy,
     shapes_from,
     start_gpu_timing,
+    time_same_bytes_copy,
     write_records,
 )
 
@@ -104,18 +104,17 @@ def main() -> None:
     for m, n in shapes_from(args.shape, SHAPES):
         x, weight, *refs = fwd_inputs(m, n)
         nbytes = 2 * m * n * 2
-        copy = same_bytes_copy(nbytes)
         plan = triton_impl.fwd_plan(m, n)
         library = functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)
-        variants = [("copy_same_bytes", "zeroed", timer, copy, None),
-                    ("copy_same_bytes", "clean", clean_timer, copy, None),
-                    (repr(plan), "zeroed", timer, library, refs),
-                    (repr(plan), "clean", clean_timer, library, refs)]
-        variants += [(f"store {name}", "zeroed", timer, hinted_call(x, weight, plan, hint), refs)
+        variants = [(repr(plan), "zeroed", timer, library), (repr(plan), "clean", clean_timer, library)]
+        variants += [(f"store {name}", "zeroed", timer, hinted_call(x, weight, plan, hint))
                      for name, hint in STORE_HINTS.items()]
-        for variant, flush, variant_timer, call, variant_refs in variants:
-            record = {"shape": [m, n], "variant": variant, "flush": flush, "copy_gbps": copy_gbps}
-            records.append(check_and_time_fwd(variant_timer, call, record, variant_refs, nbytes))
+        base = {"shape": [m, n], "copy_gbps": copy_gbps}
+        for flush, flush_timer in (("zeroed", timer), ("clean", clean_timer)):
+            records.append(time_same_bytes_copy(flush_timer, {**base, "flush": flush}, nbytes))
+        for variant, flush, variant_timer, call in variants:
+            record = {**base, "variant": variant, "flush": flush}
+            records.append(check_and_time_fwd(variant_timer, call, record, refs, nbytes))
         write_records(args.out, records)
 
 

@@ -20,9 +20,9 @@ from probe_common import (
     check_and_time_fwd,
     fwd_inputs,
     probe_parser,
-    same_bytes_copy,
     shapes_from,
     start_gpu_timing,
+    time_same_bytes_copy,
     write_records,
 )
 
@@ -51,8 +51,7 @@ def main() -> None:
         x, weight, *refs = fwd_inputs(m, n)
         nbytes = 2 * m * n * 2
         record = {"shape": [m, n], "copy_gbps": copy_gbps}
-        copy_record = {**record, "variant": "copy_same_bytes"}
-        records.append(check_and_time_fwd(timer, same_bytes_copy(nbytes), copy_record, None, nbytes))
+        records.append(time_same_bytes_copy(timer, record, nbytes))
         variants = {"torch_compile": _compiled_call(x, weight)}
         plans = [triton_impl.fwd_plan(m, n), *looped_plans(triton.next_power_of_2(n))]
         variants.update({repr(plan): functools.partial(triton_impl.launch_fwd, x, weight, EPS, plan)

@@ -19,9 +19,9 @@ from probe_common import (
     check_and_time_fwd,
     fwd_inputs,
     probe_parser,
-    same_bytes_copy,
     shapes_from,
     start_gpu_timing,
+    time_same_bytes_copy,
     write_records,
 )
 
@@ -47,8 +47,7 @@ def main() -> None:
         x, weight, *refs = fwd_inputs(m, n)
         nbytes = 2 * m * n * 2
         record = {"shape": [m, n], "copy_gbps": copy_gbps}
-        copy_record = {**record, "variant": "copy_same_bytes"}
-        records.append(check_and_time_fwd(timer, same_bytes_copy(nbytes), copy_record, None, nbytes))
+        records.append(time_same_bytes_copy(timer, record, nbytes))
         plans = [triton_impl.fwd_plan(m, n)] + [
             triton_impl.FwdPlan(1, warps, stages, persistent=True)
             for warps, stages in CANDIDATES[triton.next_power_of_2(n)]
