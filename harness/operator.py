@@ -62,6 +62,11 @@ class Backend:
     fwd_only: bool
 
 
+PENDING_BACKENDS: list[tuple[str, Callable[..., Callable[[], Output]]]] = []
+"""Backends declared with ``register_benchmark(operator=...)``, waiting for the registry
+(:mod:`harness.registry`) to attach them to their operator class."""
+
+
 def register_benchmark(
     baseline: bool = False, label: str | None = None, fwd_only: bool = False,
     operator: str | None = None,
@@ -79,15 +84,9 @@ def register_benchmark(
         name = label or method.__name__
         if "-" in name:
             raise ValueError(f"backend label {name!r} must not contain '-'")
-        is_baseline = baseline
+        method._benchmark = Backend(name, method.__name__, baseline, fwd_only)  # type: ignore[attr-defined]
         if operator is not None:
-            from operators import load_operator
-
-            target = load_operator(operator)
-            replaced = getattr(getattr(target, method.__name__, None), "_benchmark", None)
-            is_baseline = baseline or (replaced is not None and replaced.baseline)
-            setattr(target, method.__name__, method)
-        method._benchmark = Backend(name, method.__name__, is_baseline, fwd_only)  # type: ignore[attr-defined]
+            PENDING_BACKENDS.append((operator, method))
         return method
 
     return mark
@@ -104,6 +103,8 @@ class BenchmarkOperator:
         torch.bfloat16,
     )
     compute_bound: ClassVar[bool] = False
+    helion_tuning: ClassVar[str | None] = None
+    """The module whose ``tuning_jobs(dtype, device)`` and ``CONFIG_PATH`` ``run.py tune`` uses."""
     review_speedup: ClassVar[float] = 10.0
     bwd_seed: ClassVar[int] = 1234
 

@@ -1,8 +1,8 @@
 """``run.py --plugin FILE.py``: load user files that register backends or operators.
 
 A plugin uses the suite's own decorators: ``@register_benchmark(operator="exp")`` on a
-function adds a backend to a built-in operator, and ``@register_operator`` on a
-``BenchmarkOperator`` subclass adds a new operator.
+function adds a backend to a registered operator, and ``@harness.registry.register_operator``
+on a ``BenchmarkOperator`` subclass adds a new operator.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import importlib.machinery
 import importlib.util
 import sys
 from pathlib import Path
+
+from harness.registry import UnknownOperatorError, attach_pending_backends
 
 _loaded: set[Path] = set()
 
@@ -34,6 +36,9 @@ def load_plugins(paths: list[str]) -> None:
         sys.modules[spec.name] = module
         try:
             spec.loader.exec_module(module)
+            attach_pending_backends()
+        except UnknownOperatorError as exc:
+            raise PluginError(f"--plugin {text}: {exc}") from exc
         except Exception as exc:
             raise PluginError(f"--plugin {text}: failed to load ({type(exc).__name__}: {exc})") from exc
         _loaded.add(path)

@@ -5,29 +5,35 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from harness.measure.runner import run_shape
+from harness.measure.sweep import Sweep
 from harness.operator import BenchmarkOperator, Mode, Shape
-from harness.results import Record, read_json
-from harness.runner import SweepSettings, run_shape
-from harness.timing import CpuTimer
+from harness.report.results import Record, read_json
+from harness.settings import RunSettings, TimerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def cpu_settings(metrics: list[str], **overrides: Any) -> RunSettings:
+    """Settings of a quick CPU run (no warm-up, 1 ms of samples); ``overrides`` replace fields."""
+    return RunSettings(device="cpu", precision="fp32", metrics=metrics,
+                       timer=TimerSettings(warmup_ms=0.0, rep_ms=1.0), **overrides)
+
+
 def run_cells(op: BenchmarkOperator, mode: Mode, shape: Shape, metrics: list[str],
-              backends: list[str] | None = None, **overrides: Any) -> dict[tuple[str, str], Record]:
-    """Records of one shape, keyed by (backend, metric); ``overrides`` go to SweepSettings."""
+              backends: list[str] | None = None, progress: Callable[[str], None] = lambda _: None,
+              **overrides: Any) -> dict[tuple[str, str], Record]:
+    """Records of one shape, keyed by (backend, metric); ``overrides`` go to the RunSettings."""
     names = backends or [b.name for b in op.backends()]
-    settings = SweepSettings(
-        metrics=metrics, backends=names, speedup_baseline=op.baseline().name,
-        shapes=[shape], timer=CpuTimer(warmup_ms=0.0, rep_ms=1.0), **overrides,
-    )
-    return {(r.backend, r.metric): r for r in run_shape(op, mode, shape, settings)}
+    sweep = Sweep(op, mode, [shape], names, op.baseline().name, cpu_settings(metrics, **overrides),
+                  progress=progress)
+    return {(r.backend, r.metric): r for r in run_shape(sweep, shape)}
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

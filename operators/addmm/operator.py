@@ -20,8 +20,9 @@ from typing import Any
 
 import torch
 
-from harness.arg_types import finite_float
+from harness.cli.args import finite_float
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
+from harness.registry import register_operator
 from operators.gemm.operator import (
     CPU_SHAPES,
     CUDA_SHAPES,
@@ -38,10 +39,12 @@ DEFAULT_OPTIONS: dict[str, Any] = {"bias": "1d", "alpha": 1.0, "beta": 1.0}
 Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
+@register_operator
 class AddmmOperator(BenchmarkOperator):
     """Matrix multiplication with a scaled bias; x_val is (M, N, K)."""
 
     name = "addmm"
+    helion_tuning = "operators.gemm.helion_tuning"
     x_val_label = "MxNxK"
     compute_bound = True
     review_speedup = 1.1  # cuBLAS is the baseline: more than 10% over it needs a second look

@@ -8,21 +8,20 @@ The kernels write into a given output.  A tensor whose length is not a multiple 
 need no mask and stay 16 bytes wide (a masked tile whose bound is not a multiple of the
 vector width falls back to narrow accesses).
 
-Configs are tuned on the GPU by ``python run.py tune --op exp`` and stored in
-``helion_configs.json`` next to this file; the bucket is ``small`` below 2**20 elements,
-else ``large``.
+Configs are tuned on the GPU by ``python run.py tune --op exp``
+(:mod:`operators.exp.helion_tuning`) and stored in ``helion_configs.json`` next to this file;
+the bucket is ``small`` below 2**20 elements, else ``large``.
 """
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import helion
 import helion.language as hl
 import torch
 
-from operators.helion_configs import TuningJob, call_with_stored_config, config_key
+from harness.tuning.configs import call_with_stored_config, config_key
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 KERNEL_NAMES = ("exp_fwd", "exp_bwd")
@@ -83,34 +82,3 @@ class ExpFunction(torch.autograd.Function):
 def exp(x: torch.Tensor) -> torch.Tensor:
     """Differentiable exp through the Helion kernels."""
     return ExpFunction.apply(x)
-
-
-def _candidates(bucket_name: str) -> list[helion.Config]:
-    blocks = (1024, 2048, 4096, 8192) if bucket_name == "large" else (256, 512, 1024, 2048)
-    return [
-        helion.Config(block_sizes=[block], num_warps=warps, num_stages=1)
-        for block in blocks
-        for warps in (4, 8)
-    ]
-
-
-def _example_args(name: str, n: int, dtype: torch.dtype, device: str) -> tuple[torch.Tensor, ...]:
-    x = torch.randn(n, device=device, dtype=dtype)
-    if name == "exp_fwd":
-        return (x, torch.empty_like(x))
-    return (torch.randn_like(x), x.exp(), torch.empty_like(x))
-
-
-def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
-    """Every stored-config slot of this module for ``dtype``, with its candidates."""
-    sizes = {"small": 2**16, "large": 2**26}
-    return [
-        TuningJob(
-            kernel=exp_fwd if name == "exp_fwd" else exp_bwd,
-            key=config_key(name, dtype, bucket_name),
-            make_args=functools.partial(_example_args, name, n, dtype, device),
-            candidates=_candidates(bucket_name),
-        )
-        for name in KERNEL_NAMES
-        for bucket_name, n in sizes.items()
-    ]

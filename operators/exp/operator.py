@@ -8,15 +8,18 @@ import torch
 
 from harness.device import uses_interpreter
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
+from harness.registry import register_operator
 
 CUDA_SIZES = [2**p for p in (12, 16, 20, 24, 26, 28)] + [10_000_019]
 CPU_SIZES = [4096, 65536, 100_003]
 
 
+@register_operator
 class ExpOperator(BenchmarkOperator):
     """Elementwise exponential; x_val is the number of elements."""
 
     name = "exp"
+    helion_tuning = "operators.exp.helion_tuning"
     x_val_label = "numel"
 
     def default_shapes(self) -> list[Shape]:

@@ -1,34 +1,31 @@
 """Matrix multiplication with an addmm epilogue, in Helion, for the gemm and addmm operators.
 
-Three kernels share one tiled loop (``acc`` accumulates in fp32 over k-tiles) and differ in
-the epilogue, since Helion kernels cannot capture closures::
+One kernel, :func:`matmul_kernel`, runs the tiled loop (``acc`` accumulates in fp32 over
+k-tiles) and hands the scaled accumulator to an epilogue function passed as an argument::
 
-    matmul_kernel(x, y, alpha, out)                out = alpha * x @ y
-    addmm_1d_kernel(bias, x, y, alpha, beta, out)  out = alpha * x @ y + beta * bias[None, :]
-    addmm_2d_kernel(bias, x, y, alpha, beta, out)  out = alpha * x @ y + beta * bias  (M, N)
+    out = epilogue(alpha * x @ y, tile, bias, beta)
 
-The backward pass calls ``matmul_kernel`` on transposed views (``grad @ y.T`` and
-``x.T @ grad``) with ``alpha`` applied in its epilogue.  The host passes operands and output
-with 16-byte aligned row pitches (:mod:`operators.gemm.alignment`), so configs with
-``tensor_descriptor`` indexing use TMA even for shapes such as 4097^3 in bf16.
+with :func:`scaled` (no bias), :func:`add_row_bias` (bias (N,) broadcast over the rows) or
+:func:`add_full_bias` (bias (M, N)).  The backward pass calls the kernel on transposed views
+(``grad @ y.T`` and ``x.T @ grad``) with ``alpha`` applied in the epilogue.  The host passes
+operands and output with 16-byte aligned row pitches (:mod:`operators.gemm.alignment`), so
+configs with ``tensor_descriptor`` indexing use TMA even for shapes such as 4097^3 in bf16.
 
-Configs are tuned on the GPU and stored in ``helion_configs.json`` under
-``<kernel>|<dtype>|<bucket>``.  The bucket (:func:`bucket`) is ``<size>|<layout>``:
+Configs are tuned on the GPU (:mod:`operators.gemm.helion_tuning`) and stored in
+``helion_configs.json`` under ``<kernel>|<dtype>|<bucket>``, ``<kernel>`` naming the epilogue
+(``matmul``, ``addmm_1d``, ``addmm_2d``).  The bucket (:func:`bucket`) is ``<size>|<layout>``:
 
 * size: ``small`` when the largest of M, N, K is below 2048, else ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``.
 
-The addmm kernels run matmul's loop nest, so without a config of their own they use the one
+The addmm epilogues run matmul's loop nest, so without a config of their own they use the one
 stored for ``matmul`` in the same bucket (:func:`config_keys`).
-
-:func:`tuning_candidates` and :func:`tuning_args` give the tuner a short list of plausible H200
-configs and example arguments per (kernel, bucket).
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +33,35 @@ import helion
 import helion.language as hl
 import torch
 
+from harness.tuning.configs import call_with_stored_config, config_key
 from operators.gemm.alignment import aligned_operand, output_buffer
-from operators.helion_configs import TuningJob, call_with_stored_config, config_key
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-_BUCKET_SIZES = {"small": 1024, "large": 4096}
+
+
+def scaled(acc: torch.Tensor, tile: tuple, bias: torch.Tensor | None, beta: float) -> torch.Tensor:
+    """Epilogue of a plain (scaled) matmul: the scaled accumulator itself."""
+    return acc
+
+
+def add_row_bias(acc: torch.Tensor, tile: tuple, bias: torch.Tensor, beta: float) -> torch.Tensor:
+    """Epilogue adding ``beta * bias`` for a bias (N,) broadcast over the rows."""
+    return acc + beta * bias[tile[1]].to(torch.float32)
+
+
+def add_full_bias(acc: torch.Tensor, tile: tuple, bias: torch.Tensor, beta: float) -> torch.Tensor:
+    """Epilogue adding ``beta * bias`` for a bias of the output's shape (M, N)."""
+    return acc + beta * bias[tile[0], tile[1]].to(torch.float32)
 
 
 @helion.kernel(static_shapes=True)
-def matmul_kernel(x: torch.Tensor, y: torch.Tensor, alpha: float, out: torch.Tensor) -> torch.Tensor:
-    """``out = alpha * x @ y``: x (M, K), y (K, N), out (M, N), fp32 accumulation."""
+def matmul_kernel(x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float, bias: torch.Tensor | None,
+                  out: torch.Tensor, epilogue: Callable[..., torch.Tensor]) -> torch.Tensor:
+    """``out = epilogue(alpha * x @ y, tile, bias, beta)``: x (M, K), y (K, N), out (M, N), fp32 accumulation.
+
+    ``epilogue`` is one of :data:`EPILOGUES`, a module-level function (each compiles its own kernel).
+    """
     m, k = x.size()
     k2, n = y.size()
     assert k == k2, f"size mismatch {k} != {k2}"
@@ -54,43 +69,12 @@ def matmul_kernel(x: torch.Tensor, y: torch.Tensor, alpha: float, out: torch.Ten
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
             acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
-        out[tile_m, tile_n] = (alpha * acc).to(out.dtype)
+        out[tile_m, tile_n] = epilogue(alpha * acc, (tile_m, tile_n), bias, beta).to(out.dtype)
     return out
 
 
-@helion.kernel(static_shapes=True)
-def addmm_1d_kernel(bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor, alpha: float,
-                    beta: float, out: torch.Tensor) -> torch.Tensor:
-    """``out = alpha * x @ y + beta * bias`` with bias (N,) broadcast over the rows of (M, N)."""
-    m, k = x.size()
-    k2, n = y.size()
-    assert k == k2, f"size mismatch {k} != {k2}"
-    for tile_m, tile_n in hl.tile([m, n]):
-        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
-        for tile_k in hl.tile(k):
-            acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
-        row = bias[tile_n].to(torch.float32)
-        out[tile_m, tile_n] = (alpha * acc + beta * row[None, :]).to(out.dtype)
-    return out
-
-
-@helion.kernel(static_shapes=True)
-def addmm_2d_kernel(bias: torch.Tensor, x: torch.Tensor, y: torch.Tensor, alpha: float,
-                    beta: float, out: torch.Tensor) -> torch.Tensor:
-    """``out = alpha * x @ y + beta * bias`` with bias of the output's shape (M, N)."""
-    m, k = x.size()
-    k2, n = y.size()
-    assert k == k2, f"size mismatch {k} != {k2}"
-    for tile_m, tile_n in hl.tile([m, n]):
-        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
-        for tile_k in hl.tile(k):
-            acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
-        tile_bias = bias[tile_m, tile_n].to(torch.float32)
-        out[tile_m, tile_n] = (alpha * acc + beta * tile_bias).to(out.dtype)
-    return out
-
-
-KERNELS = {"matmul": matmul_kernel, "addmm_1d": addmm_1d_kernel, "addmm_2d": addmm_2d_kernel}
+EPILOGUES = {"matmul": scaled, "addmm_1d": add_row_bias, "addmm_2d": add_full_bias}
+"""The epilogue of each stored-config kernel name."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,27 +106,27 @@ def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, .
     return (own,) if name == "matmul" else (own, config_key("matmul", dtype, bucket_name))
 
 
-def _launch(name: str, bias: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor,
-            *scalars: float) -> torch.Tensor:
-    """Run kernel ``name`` on ``([bias,] x, y, *scalars, out)`` with its stored config."""
+def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float = 0.0,
+            bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Run the kernel with epilogue ``name`` on ``x @ y`` with its stored config."""
     x, y = _kernel_operand(x), _kernel_operand(y)
     out = output_buffer(x.shape[0], y.shape[1], x.dtype, x.device)
     keys = config_keys(name, x.dtype, bucket(x, y))
-    args = (x, y, *scalars, out) if bias is None else (bias, x, y, *scalars, out)
-    return call_with_stored_config(KERNELS[name], CONFIG_PATH, keys, *args)
+    return call_with_stored_config(matmul_kernel, CONFIG_PATH, keys, x, y, float(alpha), float(beta), bias,
+                                   out, EPILOGUES[name])
 
 
 def _scaled_matmul(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
-    return _launch("matmul", None, x, y, float(alpha))
+    return _launch("matmul", x, y, alpha)
 
 
 def _addmm_forward(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
                    beta: float) -> torch.Tensor:
     m, n = mat1.shape[0], mat2.shape[1]
     if tuple(bias.shape) == (n,):
-        return _launch("addmm_1d", bias, mat1, mat2, float(alpha), float(beta))
+        return _launch("addmm_1d", mat1, mat2, alpha, beta, bias)
     full = bias if tuple(bias.shape) == (m, n) else bias.expand(m, n).contiguous()
-    return _launch("addmm_2d", full, mat1, mat2, float(alpha), float(beta))
+    return _launch("addmm_2d", mat1, mat2, alpha, beta, full)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,97 +182,3 @@ def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: flo
           beta: float = 1.0) -> torch.Tensor:
     """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` of shape (N,) or (M, N)."""
     return AddmmFunction.apply(bias, mat1, mat2, alpha, beta)
-
-
-# ---------------------------------------------------------------------------------------------
-# Tuning support
-# ---------------------------------------------------------------------------------------------
-
-
-def _candidate(blocks: list[int], warps: int, stages: int, indexing: str = "tensor_descriptor",
-               pid_type: str = "flat", flatten: bool | None = None) -> helion.Config:
-    """A config for the [tile_m, tile_n, tile_k] loop nest; ``flatten`` fuses a persistent
-    tile loop with the k loop so the next tile's loads overlap this tile's epilogue."""
-    return helion.Config(block_sizes=blocks, num_warps=warps, num_stages=stages,
-                         l2_groupings=[8], indexing=indexing, pid_type=pid_type,
-                         range_flattens=[flatten, None], range_unroll_factors=[0, 0],
-                         range_num_stages=[0, 0])
-
-
-_PERSISTENT = "persistent_interleaved"
-_LARGE_CANDIDATES = [
-    _candidate([128, 256, 64], warps=8, stages=3),
-    _candidate([128, 256, 64], warps=8, stages=4),
-    _candidate([128, 256, 64], warps=8, stages=3, pid_type=_PERSISTENT),
-    _candidate([128, 256, 64], warps=8, stages=3, pid_type=_PERSISTENT, flatten=True),
-    _candidate([128, 256, 64], warps=8, stages=3, pid_type="persistent_blocked"),
-    _candidate([256, 128, 64], warps=8, stages=3),
-    _candidate([256, 128, 64], warps=8, stages=4),
-    _candidate([128, 128, 64], warps=8, stages=4),
-    _candidate([128, 128, 64], warps=8, stages=5, pid_type=_PERSISTENT),
-    _candidate([128, 128, 64], warps=4, stages=4),
-    _candidate([64, 256, 64], warps=4, stages=4),
-    _candidate([128, 256, 64], warps=8, stages=3, indexing="pointer"),
-    _candidate([128, 128, 64], warps=8, stages=4, indexing="pointer"),
-]
-_SMALL_CANDIDATES = [
-    _candidate([128, 128, 64], warps=8, stages=4),
-    _candidate([128, 128, 64], warps=4, stages=4),
-    _candidate([64, 128, 64], warps=4, stages=4),
-    _candidate([128, 64, 64], warps=4, stages=4),
-    _candidate([64, 64, 64], warps=4, stages=4),
-    _candidate([64, 128, 64], warps=4, stages=4, pid_type=_PERSISTENT),
-    _candidate([128, 128, 64], warps=8, stages=3, pid_type=_PERSISTENT, flatten=True),
-    _candidate([64, 128, 64], warps=4, stages=4, indexing="pointer"),
-    _candidate([64, 64, 32], warps=4, stages=4, indexing="pointer"),
-]
-
-
-def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
-    """Plausible H200 configs for ``kernel_name`` (a key of :data:`KERNELS`) in ``bucket``."""
-    assert kernel_name in KERNELS, f"unknown kernel {kernel_name}"
-    size = bucket.split("|")[0]
-    return list(_SMALL_CANDIDATES if size == "small" else _LARGE_CANDIDATES)
-
-
-def _operand(rows: int, cols: int, transposed: bool, dtype: torch.dtype,
-             device: torch.device | str) -> torch.Tensor:
-    """A (rows, cols) random operand, column-major (a transposed view) when ``transposed``."""
-    if transposed:
-        return torch.randn(cols, rows, dtype=dtype, device=device).T
-    return torch.randn(rows, cols, dtype=dtype, device=device)
-
-
-def tuning_args(kernel_name: str, bucket: str, dtype: torch.dtype,
-                device: torch.device | str) -> tuple:
-    """Example arguments of ``kernel_name`` for ``bucket`` (e.g. ``large|nt``: 4096^3, y = b.T)."""
-    size, layout = bucket.split("|")
-    m = n = k = _BUCKET_SIZES[size]
-    x = _operand(m, k, layout[0] == "t", dtype, device)
-    y = _operand(k, n, layout[1] == "t", dtype, device)
-    out = output_buffer(m, n, dtype, device)
-    if kernel_name == "matmul":
-        return x, y, 1.0, out
-    bias_shape = (n,) if kernel_name == "addmm_1d" else (m, n)
-    bias = torch.randn(bias_shape, dtype=dtype, device=device)
-    return bias, x, y, 1.0, 1.0, out
-
-
-def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
-    """Every stored-config slot the gemm and addmm sweeps use for ``dtype``, with its candidates.
-
-    Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
-    (``nt``, ``tn``; addmm's backward runs ``matmul`` too), and both addmm kernels forward.
-    Arguments are made only when a job is tuned.
-    """
-    slots = [("matmul", f"{size}|{layout}") for size in _BUCKET_SIZES for layout in ("nn", "nt", "tn")]
-    slots += [(name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in _BUCKET_SIZES]
-    return [
-        TuningJob(
-            kernel=KERNELS[name],
-            key=config_key(name, dtype, bucket_name),
-            make_args=functools.partial(tuning_args, name, bucket_name, dtype, device),
-            candidates=tuning_candidates(name, bucket_name),
-        )
-        for name, bucket_name in slots
-    ]

@@ -38,6 +38,7 @@ from harness.operator import (
     Shape,
     register_benchmark,
 )
+from harness.registry import register_operator
 from operators.skips import interpreter_bf16_skip
 
 CUDA_SHAPES: list[Shape] = [
@@ -100,10 +101,12 @@ def matmul_flops(shape: Shape, mode: Mode) -> int:
     return 2 * m * n * k * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 2, Mode.FWD_BWD: 3}[mode]
 
 
+@register_operator
 class GemmOperator(BenchmarkOperator):
     """Dense matrix multiplication; x_val is (M, N, K)."""
 
     name = "gemm"
+    helion_tuning = "operators.gemm.helion_tuning"
     x_val_label = "MxNxK"
     compute_bound = True
     review_speedup = 1.1  # cuBLAS is the baseline: more than 10% over it needs a second look

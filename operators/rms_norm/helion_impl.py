@@ -47,7 +47,7 @@ import torch
 import triton
 from helion.autotuner import EnumFragment
 
-from operators.helion_configs import TuningJob, call_with_stored_config, config_key
+from harness.tuning.configs import TuningJob, call_with_stored_config, config_key
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 

@@ -32,6 +32,7 @@ from harness.operator import (
     Shape,
     register_benchmark,
 )
+from harness.registry import register_operator
 from operators.skips import interpreter_bf16_skip
 
 EPS = 1e-6
@@ -51,10 +52,12 @@ def llama_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.T
     return weight * h.to(x.dtype)
 
 
+@register_operator
 class RMSNormOperator(BenchmarkOperator):
     """RMS norm over the last dim; x_val is (M, N)."""
 
     name = "rms_norm"
+    helion_tuning = "operators.rms_norm.helion_impl"
     x_val_label = "MxN"
 
     def default_shapes(self) -> list[Shape]:

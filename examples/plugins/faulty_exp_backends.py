@@ -1,0 +1,69 @@
+"""Example plugin: extra ``exp`` backends, one correct and several broken in ways the harness catches.
+
+    python run.py --op exp --plugin examples/plugins/faulty_exp_backends.py --isolate --timeout 60
+
+Each broken backend (a crash, an exception, a wrong result, a modified input, a hang, a failure
+in a later repeat) fails only its own cell; the suite's tests run them.
+"""
+
+import os
+import signal
+import time
+
+import torch
+
+from harness.operator import register_benchmark
+
+
+@register_benchmark(operator="exp")
+def exp_via_exp2(self, x):
+    return lambda: torch.exp2(x * 1.4426950408889634)
+
+
+@register_benchmark(operator="exp")
+def kills_itself(self, x):
+    def crash():
+        os.kill(os.getpid(), signal.SIGKILL)
+    return crash
+
+
+@register_benchmark(operator="exp")
+def raises(self, x):
+    def fail():
+        raise RuntimeError("illegal memory access (simulated)")
+    return fail
+
+
+@register_benchmark(operator="exp")
+def wrong_result(self, x):
+    return lambda: torch.exp(x) + 1.0
+
+
+@register_benchmark(operator="exp")
+def modifies_input(self, x):
+    def scribble():
+        x.data.mul_(1.5)
+        return torch.exp(x)
+    return scribble
+
+
+@register_benchmark(operator="exp")
+def hangs(self, x):
+    def sleep():
+        time.sleep(600)
+    return sleep
+
+
+@register_benchmark(operator="exp")
+def fails_in_second_repeat(self, x):
+    """Correct for its first 15 calls, then raises: with ``--warmup 0 --rep 0`` a repeat is 11
+    calls (an estimate and 10 samples), so the first repeat finishes and a later one fails."""
+    calls = 0
+
+    def flaky():
+        nonlocal calls
+        calls += 1
+        if calls > 15:
+            raise RuntimeError("device lost (simulated)")
+        return torch.exp(x)
+    return flaky

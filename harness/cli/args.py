@@ -1,0 +1,88 @@
+"""Shared command-line pieces: the one-line parser, its error, and value types that reject bad input.
+
+Bad input raises :class:`UsageError` (or argparse's own error, which the parser turns into
+one), printed as one line naming the valid choices, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message names the valid choices."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line and exit code 2, with no traceback."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def comma_list(text: str) -> list[str]:
+    """A non-empty comma-separated list, duplicates dropped, order kept."""
+    items = list(dict.fromkeys(item.strip() for item in text.split(",") if item.strip()))
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing")
+    return items
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from exc
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def validate_choices(kind: str, given: list[str], valid: Sequence[str]) -> None:
+    """Refuse the first of ``given`` that is not in ``valid``, naming the valid ones."""
+    unknown = [g for g in given if g not in valid]
+    if unknown:
+        raise UsageError(f"unknown {kind} {unknown[0]!r} (valid: {', '.join(valid)})")
+
+
+def check_writable(path: Path | None) -> None:
+    """Fail before the work, not after it, when a result file cannot be written."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".opbench-check-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write {path} ({exc.strerror})") from exc

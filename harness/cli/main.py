@@ -1,0 +1,39 @@
+"""Entry point of ``run.py``: dispatch to the run or to a subcommand (compare, show, tune).
+
+Bad input exits with status 2 and one line naming the valid choices; a run whose cells all
+succeeded exits 0, one with failed cells 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from harness.cli.args import UsageError
+from harness.cli.compare import compare_main
+from harness.cli.run import run_command
+from harness.cli.show import show_main
+from harness.cli.tune import tune_main
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "compare": compare_main,
+    "show": show_main,
+    "tune": tune_main,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``run.py``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = SUBCOMMANDS.get(argv[0]) if argv else None
+    try:
+        return command(argv[1:]) if command is not None else run_command(argv)
+    except UsageError as exc:
+        print(f"run.py: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except BrokenPipeError:
+        # The reader of stdout went away (``run.py show FILE | head``): stop quietly, and keep
+        # Python from reporting the same error again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

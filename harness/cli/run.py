@@ -1,0 +1,254 @@
+"""``run.py [options]``: resolve the options into settings and sweeps, run them, print and write results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from harness.cli.args import UsageError, check_writable, validate_choices
+from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
+from harness.device import default_device, prepare_backends
+from harness.measure.ceilings import measure_ceilings
+from harness.measure.runner import run_sweep
+from harness.measure.sweep import Sweep
+from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
+from harness.plugins import PluginError, load_plugins
+from harness.registry import UnknownOperatorError, load_operator, operator_names
+from harness.report.metrics import METRICS
+from harness.report.results import (
+    Record,
+    default_result_name,
+    make_header,
+    python_argv,
+    write_csv,
+    write_json,
+)
+from harness.report.table import TableData, group_records, options_line, render
+from harness.settings import RunSettings, TimerSettings
+
+
+def _print_lists(args: argparse.Namespace) -> bool:
+    if args.list_ops:
+        print("\n".join(operator_names()))
+        return True
+    if args.list_metrics:
+        for name, metric in METRICS.items():
+            print(f"{name:<13}{metric.unit:<9}{metric.description}")
+        return True
+    if args.list_backends:
+        for name in args.op or operator_names():
+            backends = load_operator(name).backends()
+            listed = [b.name + (" (baseline)" if b.baseline else "") for b in backends]
+            print(f"{name}: {', '.join(listed)}")
+        return True
+    return False
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Two passes: the first loads plugins and finds the operators, whose options join the second.
+
+    ``--help`` waits for the second pass, so ``--op addmm --help`` lists addmm's options.
+    """
+    parser = build_parser()
+    first, _ = parser.parse_known_args([arg for arg in argv if arg not in ("-h", "--help")])
+    prepare_backends(first.device or default_device())
+    try:
+        load_plugins(first.plugin)
+        names = operator_names()
+    except (PluginError, UnknownOperatorError) as exc:
+        raise UsageError(str(exc)) from exc
+    if first.op:
+        validate_choices("op", first.op, names)
+    for name in first.op or []:
+        load_operator(name).add_options(parser.add_argument_group(f"{name} options"))
+    return parser.parse_args(argv)
+
+
+def _device(requested: str | None) -> str:
+    device = requested or default_device()
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no GPU is visible (valid here: cpu)")
+    prepare_backends(device)
+    return device
+
+
+def _settings(args: argparse.Namespace) -> RunSettings:
+    """The run's settings from the parsed arguments, refusing combinations that cannot run."""
+    validate_choices("metric", args.metrics, list(METRICS))
+    if args.repeats < 1:
+        raise UsageError(f"--repeats {args.repeats}: must be at least 1")
+    if args.timeout is not None and not args.isolate:
+        raise UsageError("--timeout needs --isolate (a cell in this process cannot be stopped)")
+    if args.num_inputs is not None and args.num_inputs < 1:
+        raise UsageError(f"--num-inputs {args.num_inputs}: must be at least 1")
+    device = _device(args.device)
+    if args.cudagraph and device != "cuda":
+        raise UsageError("--cudagraph needs --device cuda (CUDA graphs do not exist on the CPU)")
+    if args.cudagraph and Mode.BWD in modes_from(args):
+        raise UsageError("--cudagraph cannot replay --mode bwd alone: the retained graph's backward runs "
+                         "on its forward's stream, outside the capture (valid: fwd, fwd_no_grad, fwd_bwd)")
+    options = operator_options(args)
+    try:
+        json.dumps(options)
+    except TypeError as exc:
+        raise UsageError(f"operator options must be plain values to be recorded ({exc})") from exc
+    return RunSettings(
+        device=device, precision=args.precision or ("bf16" if device == "cuda" else "fp32"),
+        metrics=args.metrics, timer=TimerSettings.default(device, args.warmup, args.rep, args.cudagraph),
+        repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
+        timeout_s=args.timeout, plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
+    )
+
+
+def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[list[str], str]:
+    """The backends to run (speedup baseline first) and the speedup baseline."""
+    names = [b.name for b in op.backends()]
+    validate_choices(f"backend for {op.name}", (args.only or []) + args.skip, names)
+    if args.baseline:
+        validate_choices(f"baseline for {op.name}", [args.baseline], names)
+    baseline = args.baseline or op.baseline().name
+    if "speedup" in args.metrics and baseline in args.skip:
+        raise UsageError(f"--skip {baseline}: it is the speedup baseline; drop speedup from "
+                         "--metrics or choose another --baseline")
+    chosen = [n for n in names if (args.only is None or n in args.only) and n not in args.skip]
+    if "speedup" in args.metrics and baseline not in chosen:
+        chosen.insert(0, baseline)
+    if not chosen:
+        raise UsageError(f"--only/--skip leave no backend of {op.name} to run (valid: {', '.join(names)})")
+    chosen.sort(key=lambda n: n != baseline)
+    return chosen, baseline
+
+
+def _sweeps(args: argparse.Namespace, settings: RunSettings) -> list[Sweep]:
+    """One sweep per operator and mode, in the order asked for."""
+    sweeps = []
+    for name in args.op:
+        op_class = load_operator(name)
+        dtype = DTYPE_NAMES[settings.precision]
+        if dtype not in op_class.supported_dtypes:
+            valid = [n for n, d in DTYPE_NAMES.items() if d in op_class.supported_dtypes]
+            raise UsageError(f"{name} does not support {settings.precision} (valid: {', '.join(valid)})")
+        op = op_class(settings.device, dtype, settings.options)
+        shapes = parse_shapes(args.shape, op.shape_arity(), name) if args.shape else op.default_shapes()
+        end = None if args.num_inputs is None else args.input_id + args.num_inputs
+        shapes = shapes[args.input_id:end]
+        if not shapes:
+            raise UsageError(f"--input-id {args.input_id} is past {name}'s last shape")
+        backends, baseline = _backends(op_class, args)
+        sweeps += [Sweep(op, mode, shapes, backends, baseline, settings) for mode in modes_from(args)]
+    return sweeps
+
+
+def _default_output(path: str | None, output_dir: str, name: str) -> Path | None:
+    if path is None:
+        return None
+    return Path(path) if path else Path(output_dir) / name
+
+
+def _progress_bar() -> tuple[Progress | None, Callable[[str], None]]:
+    if not sys.stderr.isatty():
+        return None, lambda _: None
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   transient=True)
+    task = bar.add_task("starting")
+    return bar, lambda text: bar.update(task, description=text)
+
+
+def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> bool:
+    """Run every sweep, passing records to ``sink`` as cells finish; False when interrupted."""
+    bar, progress = _progress_bar()
+    try:
+        if bar is not None:
+            bar.start()
+        for sweep in sweeps:
+            sweep.progress = progress
+            run_sweep(sweep, sink)
+    except KeyboardInterrupt:
+        return False
+    finally:
+        if bar is not None:
+            bar.stop()
+    return True
+
+
+def _print_tables(records: list[Record], labels: dict[str, str], args: argparse.Namespace,
+                  precision: str) -> None:
+    groups = group_records(records)
+    for (op, mode, dtype), group in groups.items():
+        print(render(group, labels[op]))
+        print()
+        if args.csv is not None:
+            name = default_result_name([op], [mode], precision, "csv")
+            path = _default_output(args.csv, args.output_dir, name)
+            if args.csv and len(groups) > 1:
+                path = path.with_name(f"{path.stem}_{op}_{mode}_{dtype}{path.suffix or '.csv'}")
+            data = TableData(group, labels[op])
+            write_csv(path, data.header(), data.raw_rows())
+            print(f"csv: {path}")
+
+
+def _failed_cells(records: list[Record]) -> set[str]:
+    failed = set()
+    for r in records:
+        if r.status == "error" or (r.metric == "accuracy" and r.status == "ok" and r.value == 0):
+            failed.add(f"{r.op}/{r.mode}/{r.backend}/{r.x_val}")
+    return failed
+
+
+def _exit_status(records: list[Record], finished: bool) -> int:
+    if not finished:
+        print("interrupted: finished cells were kept", file=sys.stderr)
+        return 130
+    failed = _failed_cells(records)
+    if failed:
+        print(f"{len(failed)} cell(s) failed: " + ", ".join(sorted(failed)[:8]), file=sys.stderr)
+        return 1
+    if not any(r.status == "ok" for r in records):
+        reason = next((r.error for r in records if r.error), "no cells")
+        print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_command(argv: list[str]) -> int:
+    """Run the benchmarks ``argv`` asks for; returns the exit status."""
+    args = _parse(argv)
+    if _print_lists(args):
+        return 0
+    if not args.op:
+        raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
+    settings = _settings(args)
+    sweeps = _sweeps(args, settings)
+    json_path = _default_output(args.output_json, args.output_dir, default_result_name(
+        args.op, [m.value for m in modes_from(args)], settings.precision, "json"))
+    for path in (json_path, _default_output(args.csv, args.output_dir, "check.csv")):
+        check_writable(path)
+    ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer)
+    for sweep in sweeps:
+        sweep.ceilings = ceilings
+    header = make_header(settings.device, python_argv(), {
+        "copy_gbps": ceilings.copy_gbps, "peak_gbps": ceilings.peak_gbps,
+        "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
+    })
+    records: list[Record] = []
+
+    def sink(new: list[Record]) -> None:
+        records.extend(new)
+        if json_path is not None:
+            write_json(json_path, header, records)
+
+    finished = _execute(sweeps, sink)
+    _print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, args, settings.precision)
+    print(f"device: {header['device_name']}  copy bandwidth: {ceilings.copy_gbps:.1f} GB/s")
+    if line := options_line(header.get("options")):
+        print(line)
+    if json_path is not None:
+        write_json(json_path, header, records)
+        print(f"results: {json_path}")
+    return _exit_status(records, finished)

@@ -1,0 +1,110 @@
+"""The arguments of ``run.py`` (the benchmark run): the parser and the parsing of their values.
+
+Flags follow tritonbench's names.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.cli.args import (
+    OneLineParser,
+    UsageError,
+    comma_list,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    validate_choices,
+)
+from harness.operator import DTYPE_NAMES, Mode, Shape
+from harness.report.metrics import DEFAULT_METRICS
+
+EXAMPLES = """examples:
+  python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps
+  python run.py --op rms_norm --precision bf16 --shape 4096,5120 --only triton,helion
+  python run.py --op gemm,addmm --mode fwd --metrics tflops,pct_peak --output-json
+  python run.py --op exp --list-backends
+  python run.py --op exp --plugin my_kernels.py --only eager,my_exp --isolate --timeout 120
+  python run.py --op exp --repeats 7 --output-json current.json
+  python run.py compare baseline.json current.json --markdown summary.md
+  python run.py show results.json --mode bwd   (print a result file's tables)
+  python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
+"""
+MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
+
+
+def build_parser() -> OneLineParser:
+    """The parser of a benchmark run (operators add their own options to it)."""
+    parser = OneLineParser(
+        prog="run.py", description="Benchmark operator backends: accuracy and speed.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--op", type=comma_list, help="operator name or comma list (see --list-ops)")
+    add("--mode", type=comma_list, default=[],
+        help="fwd, bwd, fwd_bwd or fwd_no_grad (comma list allowed; default fwd)")
+    for flag, mode in MODE_ALIASES.items():
+        add(flag, dest="mode_aliases", action="append_const", const=mode, default=[],
+            help=f"same as --mode {mode} (adds to --mode)")
+    add("--metrics", type=comma_list, default=list(DEFAULT_METRICS),
+        help="comma list (see --list-metrics); default latency,speedup,accuracy")
+    add("--only", type=comma_list, help="run only these backends (comma list)")
+    add("--skip", type=comma_list, default=[], help="skip these backends (comma list)")
+    add("--baseline", help="backend that speedup is relative to (default: the operator's)")
+    add("--precision", "--dtype", dest="precision", choices=sorted(DTYPE_NAMES),
+        help="default: bf16 on CUDA, fp32 on CPU")
+    add("--device", choices=["cuda", "cpu"], help="default: cuda when available, else cpu")
+    add("--shape", action="append", default=None,
+        help="comma-separated integers of the operator's x_val; repeatable; replaces the sweep")
+    add("--num-inputs", type=int, help="run only the first N shapes (after --input-id)")
+    add("--input-id", type=non_negative_int, default=0, help="index of the first shape to run")
+    add("--warmup", type=non_negative_float, help="warm-up budget in ms (default 25 on CUDA, 5 on CPU)")
+    add("--rep", type=non_negative_float, help="measurement budget in ms (default 100 on CUDA, 50 on CPU)")
+    add("--cudagraph", action="store_true", help="time replays of a captured CUDA graph")
+    add("--rtol", type=non_negative_float, help="relative tolerance (overrides the per-dtype default)")
+    add("--atol", type=non_negative_float, help="absolute tolerance (overrides the per-dtype default)")
+    add("--seed", type=int, default=0, help="seed for the inputs")
+    add("--repeats", type=int, default=1,
+        help="time each cell R independent times, interleaving backends; keeps every repeat's median")
+    add("--isolate", action="store_true",
+        help="run each backend of each shape in its own subprocess (crashes become cell errors)")
+    add("--timeout", type=positive_float, help="with --isolate: seconds one cell may take")
+    add("--plugin", action="append", default=[], metavar="FILE.py",
+        help="load a file registering extra backends or operators; repeatable")
+    add("--csv", nargs="?", const="", metavar="PATH", help="write the tables as CSV")
+    add("--output-json", nargs="?", const="", metavar="PATH", help="write the result records")
+    add("--output-dir", default="runs", help="where unnamed result files go (default runs/, ignored by git)")
+    add("--list-ops", action="store_true", help="list operators and exit")
+    add("--list-backends", action="store_true", help="list each operator's backends and exit")
+    add("--list-metrics", action="store_true", help="list metrics with units and exit")
+    return parser
+
+
+def parse_shapes(texts: list[str], arity: int, op: str) -> list[Shape]:
+    """``--shape`` values as tuples of positive integers of the operator's arity, without repeats."""
+    shapes: list[Shape] = []
+    for text in texts:
+        try:
+            shape = tuple(int(part) for part in text.split(","))
+        except ValueError:
+            shape = ()
+        if len(shape) != arity or any(v <= 0 for v in shape):
+            raise UsageError(
+                f"--shape {text!r}: {op} takes {arity} comma-separated positive integers"
+            )
+        if shape not in shapes:
+            shapes.append(shape)
+    return shapes
+
+
+def modes_from(args: argparse.Namespace) -> list[Mode]:
+    """The modes of ``--mode`` and its aliases, in order, without repeats (default fwd)."""
+    names = list(dict.fromkeys(args.mode + args.mode_aliases)) or ["fwd"]
+    validate_choices("mode", names, [m.value for m in Mode])
+    return [Mode(n) for n in names]
+
+
+def operator_options(args: argparse.Namespace) -> dict:
+    """The values of the operators' own options (e.g. addmm's --bias), which must be JSON."""
+    base = {action.dest for action in build_parser()._actions}
+    return {k: v for k, v in vars(args).items() if k not in base}

@@ -1,0 +1,50 @@
+"""``run.py show RESULTS.json``: print the tables of a result file, as the run printed them.
+
+A run that was stopped (Ctrl-C, a CI timeout) still leaves the cells it finished in its result
+file; this renders them without a GPU.  ``--mode`` keeps only the named modes.  A ``note`` in
+the file's header (what a person recorded about the run, e.g. why it is partial) is printed
+last.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.cli.args import OneLineParser, UsageError, comma_list, validate_choices
+from harness.operator import Mode
+from harness.registry import load_operator, operator_names
+from harness.report.results import ResultFileError, read_json
+from harness.report.table import group_records, options_line, render
+
+
+def show_main(argv: list[str]) -> int:
+    """Print the tables of one result file; returns the exit status."""
+    parser = OneLineParser(prog="run.py show", description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a result file written by --output-json")
+    parser.add_argument("--mode", type=comma_list, help="show only these modes (comma list)")
+    args = parser.parse_args(argv)
+    if args.mode is not None:
+        validate_choices("mode", args.mode, [mode.value for mode in Mode])
+    try:
+        header, records = read_json(args.results)
+    except ResultFileError as exc:
+        raise UsageError(str(exc)) from exc
+    present = list(dict.fromkeys(r.mode for r in records))
+    records = [r for r in records if args.mode is None or r.mode in args.mode]
+    if not records:
+        wanted = f" for mode {','.join(args.mode)} (it has: {', '.join(present)})" if args.mode else ""
+        raise UsageError(f"{args.results}: no records{wanted}")
+    known = operator_names()
+    for (op, _, _), group in group_records(records).items():
+        label = load_operator(op).x_val_label if op in known else "x_val"
+        print(render(group, label))
+        print()
+    copy_gbps = header.get("copy_gbps")
+    copy_text = "-" if copy_gbps is None else f"{copy_gbps:.1f} GB/s"
+    print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
+          f"copy bandwidth: {copy_text}")
+    if line := options_line(header.get("options")):
+        print(line)
+    if header.get("note"):
+        print(f"note: {header['note']}")
+    return 0

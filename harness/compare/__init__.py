@@ -1,0 +1,1 @@
+"""Comparing: the statistics and verdict rules of the performance-regression gate."""

@@ -1,0 +1,1 @@
+"""Measuring: timers, device ceilings, accuracy checks, one cell, the sweep and its isolated worker."""

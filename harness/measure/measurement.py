@@ -1,0 +1,30 @@
+"""What the runner measured for one (shape, backend) cell, before it becomes records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.measure.accuracy import AccuracyResult
+from harness.measure.timing import SampleStats
+
+
+@dataclass
+class Measurement:
+    """One cell's timings (one SampleStats per repeat), accuracy, first-call time and memory."""
+
+    repeats: list[SampleStats] = field(default_factory=list)
+    accuracy: AccuracyResult | None = None
+    first_call_ms: float | None = None
+    peak_mem_bytes: int | None = None
+
+    @property
+    def stats(self) -> SampleStats | None:
+        """The cell's latency: its one timing, or percentiles of the repeats' medians."""
+        if not self.repeats:
+            return None
+        if len(self.repeats) == 1:
+            return self.repeats[0]
+        p20, p50, p80 = np.percentile([r.p50 for r in self.repeats], [20, 50, 80])
+        return SampleStats(float(p20), float(p50), float(p80), sum(r.n for r in self.repeats))

@@ -1,0 +1,74 @@
+"""The sweep: shapes x backends -> records.  A failure in one cell never stops the others.
+
+Each shape's backends are measured in this process (:mod:`harness.measure.in_process`) or,
+with ``--isolate``, each in its own subprocess (:mod:`harness.measure.isolate`), so a crash,
+a poisoned CUDA context or a hang becomes that cell's error.  Records are emitted as soon as
+a backend's cell is finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from harness.measure.in_process import CellResult, measure_in_process
+from harness.measure.isolate import measure_isolated
+from harness.measure.sweep import Sweep
+from harness.operator import Backend, BenchmarkOperator, Mode, Shape
+from harness.report.records import Baseline, cell_records, skipped_records
+from harness.report.results import Record
+
+Emit = Callable[[list[Record]], None]
+
+
+def _skip_reason(op: BenchmarkOperator, backend: Backend, mode: Mode) -> str | None:
+    if backend.fwd_only and mode.checks_grads:
+        return f"{backend.name} is forward-only"
+    return op.skip_reason(backend)
+
+
+def _measure(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator[CellResult]:
+    if not sweep.settings.isolate:
+        yield from measure_in_process(sweep, shape, names)
+        return
+    for name in names:
+        sweep.progress(f"{sweep.op.name} {sweep.mode.value} {sweep.op.x_val(shape)} {name} (isolated)")
+        yield name, *measure_isolated(sweep, shape, name)
+
+
+def run_shape(sweep: Sweep, shape: Shape, emit: Emit = lambda _: None) -> list[Record]:
+    """Every selected backend on one shape; each backend's records are emitted when done.
+
+    Skipped backends' records come after the measured ones, so tables keep the baseline's
+    columns first.
+    """
+    op, mode, metrics = sweep.op, sweep.mode, sweep.settings.metrics
+    by_name = {b.name: b for b in op.backends()}
+    records: list[Record] = []
+    runnable, skipped = [], []
+    baseline = Baseline(sweep.speedup_baseline, op.baseline().name)
+    for name in sweep.backends:
+        reason = _skip_reason(op, by_name[name], mode)
+        if reason is None:
+            runnable.append(name)
+        else:
+            if name == baseline.name:
+                baseline.skipped = f"the speedup baseline {name} was skipped"
+            skipped += skipped_records(op, mode, shape, name, reason, metrics)
+    for name, measurement, error in _measure(sweep, shape, runnable):
+        if name == baseline.name:
+            baseline.p50 = measurement.stats.p50 if measurement.stats is not None else None
+        done = cell_records(op, mode, shape, name, measurement, error, metrics, sweep.ceilings, baseline)
+        records += done
+        emit(done)
+    if skipped:
+        records += skipped
+        emit(skipped)
+    return records
+
+
+def run_sweep(sweep: Sweep, emit: Emit = lambda _: None) -> list[Record]:
+    """All shapes of one operator in one mode; ``emit`` gets records as cells finish."""
+    records: list[Record] = []
+    for shape in sweep.shapes:
+        records += run_shape(sweep, shape, emit)
+    return records

@@ -1,0 +1,42 @@
+"""What one sweep runs: an operator in one mode, its shapes and backends, under the run's settings."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from harness.measure.ceilings import DeviceCeilings
+from harness.measure.timing import Timer, make_timer
+from harness.operator import BenchmarkOperator, Mode, Shape
+from harness.settings import RunSettings, TimerSettings
+
+
+@dataclass
+class Sweep:
+    """One operator in one mode: the shapes, the backends (speedup baseline first) and the settings."""
+
+    op: BenchmarkOperator
+    mode: Mode
+    shapes: list[Shape]
+    backends: list[str]
+    speedup_baseline: str
+    settings: RunSettings
+    ceilings: DeviceCeilings = field(default_factory=lambda: DeviceCeilings(None, None, None))
+    progress: Callable[[str], None] = field(default=lambda _: None)
+
+    def tolerance(self, shape: Shape) -> tuple[float, float]:
+        """The operator's (rtol, atol) for ``shape``, with the command line's overrides."""
+        rtol, atol = self.op.tolerance(shape)
+        settings = self.settings
+        return (settings.rtol if settings.rtol is not None else rtol,
+                settings.atol if settings.atol is not None else atol)
+
+    def timer(self) -> Timer:
+        """The run's timer (one per process and timer settings, so the L2 flush buffer is shared)."""
+        return _timer(self.settings.device, self.settings.timer)
+
+
+@functools.cache
+def _timer(device: str, settings: TimerSettings) -> Timer:
+    return make_timer(device, settings)

@@ -1,0 +1,179 @@
+"""Timers and sample statistics.
+
+CUDA: device time from CUDA events.  Before every timed call the device is synchronized
+(work left on any stream never overlaps the next sample), the L2 cache is flushed by
+writing a buffer at least twice its size, and the GPU is kept busy with a spin kernel for
+longer than the host needs to launch the timed call.  Both are enqueued before the start
+event, so their time is excluded, and the call's kernels reach the GPU before it is free:
+the events measure device time, not Python and launch overhead.  With ``cudagraph=True``
+the call is captured once in a CUDA graph and replayed, which removes the launch gaps
+between its kernels.
+
+CPU: ``time.perf_counter`` around each call.
+
+Warm-up and measurement budgets are in milliseconds, as in ``triton.testing.do_bench``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from harness.settings import TimerSettings
+
+MIN_SAMPLES = 10
+MAX_SAMPLES = 1000
+SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
+
+
+@dataclass(frozen=True)
+class SampleStats:
+    """Summary of timing samples in milliseconds."""
+
+    p20: float
+    p50: float
+    p80: float
+    n: int
+
+    @property
+    def spread(self) -> float:
+        """Half the p20-p80 range relative to the median (0.01 means +-1%)."""
+        return (self.p80 - self.p20) / (2 * self.p50) if self.p50 > 0 else float("nan")
+
+    @classmethod
+    def of(cls, samples_ms: list[float]) -> SampleStats:
+        p20, p50, p80 = np.percentile(np.asarray(samples_ms, dtype=np.float64), [20, 50, 80])
+        return cls(float(p20), float(p50), float(p80), len(samples_ms))
+
+
+class L2Flusher:
+    """Evicts the L2 cache by writing a buffer at least twice its size."""
+
+    def __init__(self, device: torch.device):
+        l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
+        size = max(2 * l2_bytes, 256 * 2**20)
+        self.buffer = torch.empty(size // 4, dtype=torch.int32, device=device)
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+
+
+def _sample_count(estimate_ms: float, rep_ms: float) -> int:
+    return int(min(MAX_SAMPLES, max(MIN_SAMPLES, rep_ms / max(estimate_ms, 1e-6))))
+
+
+class CudaTimer:
+    """Event timing with L2 flushing, optionally replaying a captured CUDA graph."""
+
+    def __init__(self, warmup_ms: float = 25.0, rep_ms: float = 100.0, cudagraph: bool = False):
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+        self.cudagraph = cudagraph
+        self._flush: L2Flusher | None = None
+
+    def _flusher(self) -> L2Flusher:
+        if self._flush is None:
+            self._flush = L2Flusher(torch.device("cuda", torch.cuda.current_device()))
+        return self._flush
+
+    def _graphed(self, fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], None]:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                setup()
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        setup()
+        with torch.cuda.graph(graph):
+            fn()
+        torch.cuda.synchronize()
+        return graph.replay
+
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
+        """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
+        run = self._graphed(fn, setup) if self.cudagraph else fn
+        flush = self._flusher()
+        spin = _spin_cycles(run, setup)
+        estimate = float(np.median(self._time_calls(run, setup, flush, spin, 5)))
+        warmup = int(min(MAX_SAMPLES, max(1, self.warmup_ms / max(estimate, 1e-6))))
+        self._time_calls(run, setup, flush, spin, warmup)
+        return SampleStats.of(
+            self._time_calls(run, setup, flush, spin, _sample_count(estimate, self.rep_ms))
+        )
+
+    @staticmethod
+    def _time_calls(fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher,
+                    spin: int, count: int) -> list[float]:
+        events = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            for _ in range(count)
+        ]
+        for start, end in events:
+            setup()
+            torch.cuda.synchronize()
+            flush()
+            torch.cuda._sleep(spin)
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+
+
+def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None]) -> int:
+    """GPU spin long enough to cover the host's time to launch ``fn`` (1.5x its median + 20 us)."""
+    host_us = []
+    for _ in range(5):
+        setup()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        host_us.append((time.perf_counter() - start) * 1e6)
+    torch.cuda.synchronize()
+    return int((1.5 * float(np.median(host_us)) + 20.0) * SPIN_CYCLES_PER_US)
+
+
+class CpuTimer:
+    """Wall-clock timing with ``time.perf_counter``."""
+
+    def __init__(self, warmup_ms: float = 25.0, rep_ms: float = 100.0):
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
+        """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
+        estimate = self._time_calls(fn, setup, 1)
+        warmup = int(min(MAX_SAMPLES, self.warmup_ms / max(estimate[0], 1e-6)))
+        self._time_calls(fn, setup, warmup)
+        return SampleStats.of(self._time_calls(fn, setup, _sample_count(estimate[0], self.rep_ms)))
+
+    @staticmethod
+    def _time_calls(fn: Callable[[], object], setup: Callable[[], None], count: int) -> list[float]:
+        samples = []
+        for _ in range(count):
+            setup()
+            start = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - start) * 1e3)
+        return samples
+
+
+Timer = CudaTimer | CpuTimer
+
+
+def make_timer(device: str, settings: TimerSettings) -> Timer:
+    """The timer for ``device`` (``cudagraph`` applies to CUDA; the command line refuses it elsewhere)."""
+    if device == "cuda":
+        return CudaTimer(settings.warmup_ms, settings.rep_ms, settings.cudagraph)
+    return CpuTimer(settings.warmup_ms, settings.rep_ms)
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()

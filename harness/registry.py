@@ -1,0 +1,77 @@
+"""The one registry of operators: operator names -> their ``BenchmarkOperator`` classes.
+
+Every operator class, built-in or from a plugin, is decorated with :func:`register_operator`.
+The built-in operators are the sub-packages of ``operators/``: each ``operators/<name>/operator.py``
+is imported the first time the registry is asked, so adding an operator is adding its folder.
+Kernel modules are not imported here (backends import them lazily), so Triton and Helion can be
+prepared for the device first (:func:`harness.device.prepare_backends`).
+
+Backends that plugins attach to an existing operator (``register_benchmark(operator=...)``)
+are attached when the registry is next asked (:func:`attach_pending_backends`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+
+from harness.operator import PENDING_BACKENDS, BenchmarkOperator
+
+_OPERATORS: dict[str, type[BenchmarkOperator]] = {}
+_builtins_loaded = False
+
+
+class UnknownOperatorError(LookupError):
+    """An operator name nobody registered; the message names the valid ones."""
+
+
+def register_operator(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
+    """Class decorator: make ``cls`` available as ``--op <cls.name>``."""
+    _OPERATORS[cls.name] = cls
+    return cls
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    import operators
+
+    for module in pkgutil.iter_modules(operators.__path__):
+        if module.ispkg:
+            importlib.import_module(f"operators.{module.name}.operator")
+
+
+def operator_names() -> list[str]:
+    """Every registered operator name, sorted."""
+    _load_builtins()
+    attach_pending_backends()
+    return sorted(_OPERATORS)
+
+
+def load_operator(name: str) -> type[BenchmarkOperator]:
+    """The operator class registered under ``name``."""
+    _load_builtins()
+    attach_pending_backends()
+    if name not in _OPERATORS:
+        raise UnknownOperatorError(f"no operator {name!r} (valid: {', '.join(sorted(_OPERATORS))})")
+    return _OPERATORS[name]
+
+
+def attach_pending_backends() -> None:
+    """Attach the backends declared for an operator by name; a backend named like an existing one
+    replaces it and stays the baseline if the one it replaces was."""
+    _load_builtins()
+    while PENDING_BACKENDS:
+        operator, method = PENDING_BACKENDS.pop(0)
+        if operator not in _OPERATORS:
+            raise UnknownOperatorError(
+                f"no operator {operator!r} (valid: {', '.join(sorted(_OPERATORS))})"
+            )
+        target = _OPERATORS[operator]
+        replaced = getattr(getattr(target, method.__name__, None), "_benchmark", None)
+        if replaced is not None and replaced.baseline and not method._benchmark.baseline:
+            method._benchmark = dataclasses.replace(method._benchmark, baseline=True)
+        setattr(target, method.__name__, method)

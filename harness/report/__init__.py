@@ -1,0 +1,1 @@
+"""Reporting: the metric table, result records, result files and terminal tables."""

@@ -1,0 +1,163 @@
+"""The table of metrics: name, unit, description, whether it needs timing, and how it is computed.
+
+Adding a metric is adding one :class:`Metric` to :data:`METRICS` (and its test): the runner,
+the records, ``--list-metrics`` and ``--help`` read this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.measure.measurement import Measurement
+from harness.report.results import Record
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The cell's work model and the device ceilings it is compared with."""
+
+    bytes_moved: int | None
+    flops: int | None
+    compute_bound: bool
+    copy_gbps: float | None
+    peak_tflops: float | None
+    peak_gbps: float | None = None
+
+    def floor_ms(self) -> float | None:
+        """The physical floor: bytes at peak bandwidth or flops at peak compute, whichever is larger."""
+        floors = []
+        if self.bytes_moved is not None and self.peak_gbps:
+            floors.append(self.bytes_moved / (self.peak_gbps * 1e9) * 1e3)
+        if self.flops is not None and self.peak_tflops:
+            floors.append(self.flops / (self.peak_tflops * 1e12) * 1e3)
+        return max(floors) if floors else None
+
+
+@dataclass(frozen=True)
+class CellContext:
+    """Everything a metric is computed from: the measurement, the models and the speedup baseline."""
+
+    measurement: Measurement
+    roof: Roofline
+    baseline_p50: float | None = None
+    baseline_skipped: str | None = None
+
+
+class MetricUnavailable(Exception):
+    """A metric that cannot be computed for this cell; the message says why."""
+
+
+class MetricNotApplicable(MetricUnavailable):
+    """A metric this device or operator does not provide: the cell is skipped, not failed."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: ``compute`` gives its value or raises :class:`MetricUnavailable`; ``annotate``
+    adds what else its record carries (percentiles, error sizes)."""
+
+    name: str
+    unit: str
+    description: str
+    compute: Callable[[CellContext], float]
+    needs_timing: bool = True
+    annotate: Callable[[Record, CellContext], None] | None = None
+
+
+def _median_ms(ctx: CellContext) -> float:
+    stats = ctx.measurement.stats
+    if stats is None:
+        raise MetricUnavailable("not timed")
+    if stats.p50 <= 0:
+        raise MetricUnavailable(f"median latency {stats.p50} ms: the timed call did no measurable work")
+    return stats.p50
+
+
+def _accuracy(ctx: CellContext) -> float:
+    if ctx.measurement.accuracy is None:
+        raise MetricUnavailable("accuracy was not checked")
+    return 1.0 if ctx.measurement.accuracy.passed else 0.0
+
+
+def _annotate_accuracy(record: Record, ctx: CellContext) -> None:
+    accuracy = ctx.measurement.accuracy
+    if accuracy is not None:
+        record.note = accuracy.reason
+        record.extra["max_abs_err"] = accuracy.max_abs_err
+        record.extra["max_rel_err"] = accuracy.max_rel_err
+
+
+def _annotate_latency(record: Record, ctx: CellContext) -> None:
+    m = ctx.measurement
+    if m.stats is None:
+        return
+    record.p20, record.p50, record.p80, record.n_samples = m.stats.p20, m.stats.p50, m.stats.p80, m.stats.n
+    record.extra["spread"] = m.stats.spread
+    if len(m.repeats) > 1:
+        record.repeats = [r.p50 for r in m.repeats]
+
+
+def _speedup(ctx: CellContext) -> float:
+    if ctx.baseline_skipped:
+        raise MetricNotApplicable(ctx.baseline_skipped)
+    p50 = _median_ms(ctx)
+    if ctx.baseline_p50 is None:
+        raise MetricNotApplicable("the speedup baseline failed on this shape")
+    return ctx.baseline_p50 / p50
+
+
+def _gbps(ctx: CellContext) -> float:
+    p50 = _median_ms(ctx)
+    if ctx.roof.bytes_moved is None:
+        raise MetricNotApplicable("operator has no bytes model for this mode")
+    return ctx.roof.bytes_moved / (p50 * 1e-3) / 1e9
+
+
+def _tflops(ctx: CellContext) -> float:
+    p50 = _median_ms(ctx)
+    if ctx.roof.flops is None:
+        raise MetricNotApplicable("operator has no flop model for this mode")
+    return ctx.roof.flops / (p50 * 1e-3) / 1e12
+
+
+def _pct_peak(ctx: CellContext) -> float:
+    if ctx.roof.compute_bound:
+        tflops = _tflops(ctx)
+        if ctx.roof.peak_tflops is None:
+            raise MetricNotApplicable("no peak TFLOP/s known for this device")
+        return 100.0 * tflops / ctx.roof.peak_tflops
+    gbps = _gbps(ctx)
+    if ctx.roof.copy_gbps is None:
+        raise MetricUnavailable("copy bandwidth not measured")
+    return 100.0 * gbps / ctx.roof.copy_gbps
+
+
+def _peak_mem(ctx: CellContext) -> float:
+    if ctx.measurement.peak_mem_bytes is None:
+        raise MetricNotApplicable("peak_mem is measured on CUDA only")
+    return ctx.measurement.peak_mem_bytes / 1e6
+
+
+def _compile_time(ctx: CellContext) -> float:
+    p50 = _median_ms(ctx)
+    if ctx.measurement.first_call_ms is None:
+        raise MetricUnavailable("first call not timed")
+    return max(ctx.measurement.first_call_ms - p50, 0.0)
+
+
+METRICS: dict[str, Metric] = {metric.name: metric for metric in (
+    Metric("latency", "ms", "median time per call, shown with its spread (half p20-p80 / median)",
+           _median_ms, annotate=_annotate_latency),
+    Metric("speedup", "x", "baseline median latency / backend median latency", _speedup),
+    Metric("accuracy", "bool", "1 if every output/gradient matches the float64 reference", _accuracy,
+           needs_timing=False, annotate=_annotate_accuracy),
+    Metric("gbps", "GB/s", "bytes moved (operator's model for the mode) / median latency", _gbps),
+    Metric("tflops", "TFLOP/s", "floating-point operations (operator's model) / median latency", _tflops),
+    Metric("pct_peak", "%",
+           "gbps / measured copy bandwidth (memory-bound ops) or tflops / dense peak (matmuls)", _pct_peak),
+    Metric("peak_mem", "MB", "peak device memory allocated during one call (CUDA only)", _peak_mem,
+           needs_timing=False),
+    Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time),
+)}
+DEFAULT_METRICS = ("latency", "speedup", "accuracy")

@@ -1,0 +1,100 @@
+"""Turn one cell's measurement into result records, with the guards against misleading numbers.
+
+Guards: a cell faster than the device's physical floor (bytes at datasheet bandwidth, or
+flops at datasheet peak) is flagged ``below_physical_floor`` and kept out of averages and
+verdicts; a speedup above the operator's ``review_speedup`` is flagged ``review_speedup``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.measure.ceilings import DeviceCeilings
+from harness.measure.measurement import Measurement
+from harness.operator import BenchmarkOperator, Mode, Shape
+from harness.report.metrics import (
+    METRICS,
+    CellContext,
+    MetricNotApplicable,
+    MetricUnavailable,
+    Roofline,
+)
+from harness.report.results import Record
+
+BELOW_FLOOR = "below_physical_floor"
+REVIEW_SPEEDUP = "review_speedup"
+
+
+@dataclass
+class Baseline:
+    """The backend speedups divide by, and what became of it on this shape."""
+
+    name: str
+    registered: str
+    p50: float | None = None
+    skipped: str | None = None
+
+    def is_registered_baseline(self) -> bool:
+        return self.name == self.registered
+
+
+def base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, metric: str) -> Record:
+    """An empty record of one cell and metric."""
+    x_val = op.x_val(shape)
+    return Record(
+        op=op.name, mode=mode.value, dtype=str(op.dtype).removeprefix("torch."),
+        x_val=list(x_val) if isinstance(x_val, tuple) else x_val, backend=backend,
+        metric=metric, value=None, unit=METRICS[metric].unit,
+    )
+
+
+def roofline(op: BenchmarkOperator, mode: Mode, shape: Shape, ceilings: DeviceCeilings) -> Roofline:
+    """The operator's work model for the cell against the device's ceilings."""
+    return Roofline(
+        bytes_moved=op.bytes_moved(shape, mode), flops=op.flops(shape, mode),
+        compute_bound=op.compute_bound, copy_gbps=ceilings.copy_gbps,
+        peak_tflops=ceilings.peak_tflops, peak_gbps=ceilings.peak_gbps,
+    )
+
+
+def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
+                 measurement: Measurement, error: str | None, metrics: list[str],
+                 ceilings: DeviceCeilings, baseline: Baseline) -> list[Record]:
+    """One record per metric for a measured (or failed) cell."""
+    roof = roofline(op, mode, shape, ceilings)
+    ctx = CellContext(measurement, roof, baseline.p50, baseline.skipped)
+    stats = measurement.stats
+    floor = roof.floor_ms()
+    below_floor = stats is not None and floor is not None and stats.p50 < floor
+    records = []
+    for name in metrics:
+        metric = METRICS[name]
+        record = base_record(op, mode, shape, backend, name)
+        try:
+            record.value = metric.compute(ctx)
+        except MetricNotApplicable as reason:
+            record.status, record.error = "skipped", str(reason)
+        except MetricUnavailable as reason:
+            record.status, record.error = "error", error or str(reason)
+        if metric.annotate is not None:
+            metric.annotate(record, ctx)
+        if below_floor and name != "accuracy":
+            record.flag = BELOW_FLOOR
+            record.note = f"faster than the physical floor of {floor * 1e3:.2f} us"
+        elif (name == "speedup" and record.value is not None and backend != baseline.name
+              and baseline.is_registered_baseline() and record.value > op.review_speedup):
+            record.flag = REVIEW_SPEEDUP
+            record.note = f"speedup over {op.review_speedup:g}x: review"
+        records.append(record)
+    return records
+
+
+def skipped_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
+                    reason: str, metrics: list[str]) -> list[Record]:
+    """Records of a cell that cannot run here, each saying why."""
+    records = []
+    for metric in metrics:
+        record = base_record(op, mode, shape, backend, metric)
+        record.status, record.error = "skipped", reason
+        records.append(record)
+    return records

@@ -1,0 +1,141 @@
+"""Terminal tables and CSV rows derived from records (tabulate).
+
+One table per (op, mode, dtype): the x_val column, then ``<backend>-<metric>`` columns with
+the baseline first, and an ``average`` row (geometric mean for speedup, arithmetic mean for
+every other metric, over cells that have a value and are not below the physical floor).
+Failed and skipped cells show a short marker whose message is listed under the table;
+notes (why accuracy failed, a flagged number) show as ``[n]`` after the value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from tabulate import tabulate
+
+from harness.report.records import BELOW_FLOOR
+from harness.report.results import Record
+
+AVERAGE_NOTE = "average: geometric mean for speedup, arithmetic mean for other metrics"
+
+
+def _group_key(r: Record) -> tuple[str, str, str]:
+    return (r.op, r.mode, r.dtype)
+
+
+def _x_label(x_val: int | list[int]) -> str:
+    return str(x_val) if isinstance(x_val, int) else "x".join(str(v) for v in x_val)
+
+
+def _fmt(value: float) -> str:
+    if value == 0 or 1e-3 <= abs(value) < 1e5:
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.1f}"
+    return f"{value:.3e}"
+
+
+def _average(metric: str, values: list[float]) -> float | None:
+    if not values:
+        return None
+    if metric == "speedup":
+        if any(v <= 0 for v in values):
+            return None
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+    return sum(values) / len(values)
+
+
+class TableData:
+    """The rows of one (op, mode, dtype) table, raw values and footnotes."""
+
+    def __init__(self, records: list[Record], x_val_label: str):
+        self.x_val_label = x_val_label
+        self.columns: list[tuple[str, str]] = []
+        self.rows: list[str] = []
+        self.cells: dict[tuple[str, tuple[str, str]], Record] = {}
+        for r in records:
+            column = (r.backend, r.metric)
+            if column not in self.columns:
+                self.columns.append(column)
+            row = _x_label(r.x_val)
+            if row not in self.rows:
+                self.rows.append(row)
+            self.cells[(row, column)] = r
+        self.footnotes: list[str] = []
+
+    def header(self) -> list[str]:
+        return [self.x_val_label, *(f"{b}-{m}" for b, m in self.columns)]
+
+    def _footnote(self, text: str) -> int:
+        if text not in self.footnotes:
+            self.footnotes.append(text)
+        return self.footnotes.index(text) + 1
+
+    def _display(self, record: Record | None) -> str:
+        if record is None:
+            return ""
+        if record.status == "skipped":
+            return f"skip[{self._footnote(f'{record.backend}: {record.error}')}]"
+        if record.status == "error" or record.value is None:
+            return f"ERR[{self._footnote(f'{record.backend}: {record.error}')}]"
+        text = _fmt(record.value)
+        if record.metric == "latency" and record.extra.get("spread") is not None:
+            text += f" (±{100 * record.extra['spread']:.1f}%)"
+        if record.flag:
+            text += " !" if record.flag == BELOW_FLOOR else " ?"
+        if record.note:
+            text += f" [{self._footnote(f'{record.backend}: {record.note}')}]"
+        return text
+
+    def averages(self) -> list[float | None]:
+        result = []
+        for column in self.columns:
+            values = [
+                r.value for row in self.rows
+                if (r := self.cells.get((row, column))) is not None
+                and r.status == "ok" and r.value is not None and r.flag != BELOW_FLOOR
+            ]
+            result.append(_average(column[1], values))
+        return result
+
+    def display_rows(self) -> list[list[str]]:
+        rows = [
+            [row, *(self._display(self.cells.get((row, c))) for c in self.columns)]
+            for row in self.rows
+        ]
+        rows.append(["average", *("" if v is None else _fmt(v) for v in self.averages())])
+        return rows
+
+    def raw_rows(self) -> list[list[object]]:
+        rows: list[list[object]] = []
+        for row in self.rows:
+            values: list[object] = [row]
+            for column in self.columns:
+                r = self.cells.get((row, column))
+                values.append(r.value if r is not None and r.status == "ok" else "")
+            rows.append(values)
+        rows.append(["average", *("" if v is None else v for v in self.averages())])
+        return rows
+
+
+def options_line(options: dict | None) -> str | None:
+    """The operator options a run used (``addmm --bias 2d ...``), as one line; None when it had none."""
+    if not options:
+        return None
+    return "operator options: " + ", ".join(f"{name}={value}" for name, value in sorted(options.items()))
+
+
+def group_records(records: Iterable[Record]) -> dict[tuple[str, str, str], list[Record]]:
+    groups: dict[tuple[str, str, str], list[Record]] = {}
+    for r in records:
+        groups.setdefault(_group_key(r), []).append(r)
+    return groups
+
+
+def render(records: list[Record], x_val_label: str) -> str:
+    """The terminal table of one (op, mode, dtype) group, with its footnotes."""
+    data = TableData(records, x_val_label)
+    op, mode, dtype = _group_key(records[0])
+    body = tabulate(data.display_rows(), headers=data.header(), tablefmt="simple", disable_numparse=True)
+    lines = [f"{op} {mode} {dtype}", body, AVERAGE_NOTE]
+    lines += [f"[{i}] {text}" for i, text in enumerate(data.footnotes, start=1)]
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""The Triton gemm kernels' autotuning configs, pruned to what fits in the GPU's shared memory.
+
+``triton.autotune`` times the configs per shape, layout and bias kind on the first call; under
+Triton's CPU interpreter (no timers) one small config runs instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+import triton
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+NO_BIAS, ROW_BIAS, FULL_BIAS = 0, 1, 2
+_SMEM_SLACK = 2048
+
+
+def set_block_shapes(nargs: dict) -> None:
+    """Config pre-hook: give the host-side TMA descriptors the block shapes of this config."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bk, bm] if nargs["A_TRANS"] else [bm, bk]
+    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_TRANS"] else [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
+
+
+def _tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8,
+                persistent: bool = True, subtile: bool = False) -> triton.Config:
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
+            "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile}
+    return triton.Config(meta, num_warps=warps, num_stages=stages, pre_hook=set_block_shapes)
+
+
+def _pointer_config(bm: int, bn: int, bk: int, stages: int, warps: int,
+                    group: int = 8) -> triton.Config:
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group}
+    return triton.Config(meta, num_warps=warps, num_stages=stages)
+
+
+TMA_CONFIGS = [
+    _tma_config(128, 256, 64, stages=3, warps=8),
+    _tma_config(128, 256, 64, stages=3, warps=8, subtile=True),
+    _tma_config(128, 256, 64, stages=4, warps=8, subtile=True),
+    _tma_config(256, 128, 64, stages=3, warps=8),
+    _tma_config(128, 128, 64, stages=4, warps=8),
+    _tma_config(128, 128, 64, stages=5, warps=8, subtile=True),
+    _tma_config(64, 256, 64, stages=4, warps=4),
+    _tma_config(128, 64, 64, stages=4, warps=4),
+    _tma_config(128, 256, 64, stages=4, warps=8, persistent=False),
+    _tma_config(256, 128, 64, stages=4, warps=8, persistent=False),
+    _tma_config(128, 128, 64, stages=5, warps=8, persistent=False),
+    _tma_config(128, 128, 32, stages=3, warps=8),
+    _tma_config(64, 128, 32, stages=4, warps=4),
+]
+POINTER_CONFIGS = [
+    _pointer_config(128, 256, 64, stages=3, warps=8),
+    _pointer_config(128, 128, 64, stages=4, warps=8),
+    _pointer_config(128, 128, 32, stages=4, warps=4),
+    _pointer_config(64, 128, 32, stages=4, warps=4),
+    _pointer_config(64, 64, 32, stages=4, warps=4),
+]
+INTERPRETER_TMA_CONFIGS = [_tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
+INTERPRETER_POINTER_CONFIGS = [_pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
+
+
+def _largest_blocks(configs: list[triton.Config]) -> tuple[int, int, int]:
+    return tuple(max(c.kwargs[name] for c in configs) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+
+
+# A TMA box may not exceed the tensor (pytorch/helion#2555: larger boxes fault at run time), so
+# the TMA kernel serves problems at least as large as every block of its configs.
+TMA_MIN_MNK = _largest_blocks(INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS)
+
+
+@functools.cache
+def shared_memory_bytes(device_index: int) -> int:
+    props = triton.runtime.driver.active.utils.get_device_properties(device_index)
+    return props["max_shared_mem"] - _SMEM_SLACK
+
+
+def config_smem(config: triton.Config, elem_bytes: int, tma_store: bool, full_bias: bool) -> int:
+    """Estimated shared memory of a config: the pipelined operand tiles, plus the epilogue's
+    TMA output tile and the scratch that converts a loaded (M, N) bias tile to the accumulator
+    layout.  A one-tile program reuses the operand buffers for its epilogue; a persistent one
+    keeps them filling with the next tile's operands meanwhile."""
+    kw = config.kwargs
+    operands = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * elem_bytes * config.num_stages
+    subtile = kw.get("EPILOGUE_SUBTILE", False)
+    out_tile = kw["BLOCK_M"] * kw["BLOCK_N"] * elem_bytes // (2 if subtile else 1)
+    epilogue = (out_tile if tma_store else 0) + (out_tile // 2 if full_bias else 0)
+    return operands + epilogue if kw.get("PERSISTENT", False) else max(operands, epilogue)
+
+
+def prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store: bool,
+                   bias_kind: int) -> list[triton.Config]:
+    budget = shared_memory_bytes(operand.device.index or 0)
+
+    def smem(config: triton.Config) -> int:
+        return config_smem(config, operand.element_size(), tma_store, bias_kind == FULL_BIAS)
+
+    return [c for c in configs if smem(c) <= budget] or [min(configs, key=smem)]
+
+
+def prune_tma(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    args = {**named_args, **kwargs}
+    return prune_by_smem(configs, args["a_desc"].base, True, args["BIAS_KIND"])
+
+
+def prune_pointer(configs: list[triton.Config], named_args: dict,
+                   **kwargs) -> list[triton.Config]:
+    args = {**named_args, **kwargs}
+    return prune_by_smem(configs, args["a_ptr"], False, args["BIAS_KIND"])
+
+
+TUNING_KEY = ["M", "N", "K", "A_TRANS", "B_TRANS", "BIAS_KIND", "DOT_PRECISION"]

@@ -1,0 +1,134 @@
+"""run.py as a user runs it: every mode end to end, result files, listings and bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.report.results import read_json
+from tests.helpers import run_cli
+
+
+def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
+    out = tmp_path / "exp.json"
+    result = run_cli(
+        "--op", "exp", "--mode", "fwd,bwd,fwd_bwd,fwd_no_grad", "--shape", "1003",
+        "--metrics", "accuracy,latency,speedup,gbps,pct_peak,compile_time",
+        "--rep", "2", "--warmup", "0", "--output-json", str(out), "--csv",
+        "--output-dir", str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    for mode in ("fwd", "bwd", "fwd_bwd", "fwd_no_grad"):
+        assert f"exp {mode} float32" in result.stdout
+    header, records = read_json(out)
+    assert header["device"] == "cpu" and header["copy_gbps"] > 0
+    assert {"torch", "triton", "helion", "python", "git_commit", "command"} <= set(header)
+    cells = {(r.mode, r.backend, r.metric): r for r in records}
+    assert len(cells) == 4 * 4 * 6
+    for mode in ("fwd", "bwd", "fwd_bwd", "fwd_no_grad"):
+        for backend in ("eager", "triton", "helion", "torch_compile"):
+            assert cells[(mode, backend, "accuracy")].value == 1.0
+            latency = cells[(mode, backend, "latency")]
+            assert latency.p20 <= latency.p50 <= latency.p80 and latency.n_samples >= 10
+    tables = [p for p in tmp_path.iterdir() if re.fullmatch(r"exp_bwd_fp32_\d{8}T\d{6}Z\.csv", p.name)]
+    assert len(tables) == 1, "one timestamped table per mode, named like the default result file"
+    rows = list(csv.reader(tables[0].open()))
+    assert rows[0][:2] == ["numel", "eager-accuracy"] and rows[-1][0] == "average"
+
+
+def test_bwd_alias_and_only_select_mode_and_backends(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--bwd", "--only", "triton", "--shape", "500",
+                     "--metrics", "accuracy,speedup", "--rep", "1", "--warmup", "0",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    _, records = read_json(out)
+    assert {r.mode for r in records} == {"bwd"}
+    assert {r.backend for r in records} == {"eager", "triton"}
+
+
+def test_help_with_an_operator_lists_its_options() -> None:
+    shown = run_cli("--op", "addmm", "--help")
+    assert shown.returncode == 0
+    assert "addmm options:" in shown.stdout and "--bias {1d,2d}" in shown.stdout
+
+
+def test_listings() -> None:
+    assert run_cli("--list-ops").stdout.split() == ["addmm", "exp", "gemm", "rms_norm"]
+    assert "exp: eager (baseline), triton, helion, torch_compile" in run_cli("--list-backends").stdout
+    metrics = run_cli("--list-metrics").stdout
+    for name in ("latency", "speedup", "accuracy", "gbps", "pct_peak", "tflops", "peak_mem"):
+        assert name in metrics
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--op", "nope"], "addmm, exp, gemm, rms_norm"),
+        (["--op", "exp", "--only", "cuda_magic"], "triton"),
+        (["--op", "exp", "--metrics", "latency,joy"], "gbps"),
+        (["--op", "exp", "--mode", "sideways"], "fwd_no_grad"),
+        (["--op", "exp", "--shape", "12,x"], "1 comma-separated"),
+        (["--op", "exp", "--shape", "4,4"], "1 comma-separated"),
+        (["--op", "exp", "--precision", "fp64"], "bf16"),
+        (["--op", "exp", "--device", "tpu"], "cuda"),
+        (["--op", "exp", "--cudagraph"], "--device cuda"),
+        (["--op", "exp", "--num-inputs", "0"], "at least 1"),
+        (["--op", "exp", "--repeats", "0"], "at least 1"),
+        (["--op", "exp", "--baseline", "nope"], "torch_compile"),
+        (["--op", "rms_norm", "--shape", "4096"], "2 comma-separated"),
+        (["--op", "addmm", "--bias", "3d"], "'1d', '2d'"),
+        (["--op", "addmm", "--alpha", "nan"], "finite"),
+        (["--op", "exp", "--metrics", ","], "names nothing"),
+        (["--op", "exp", "--rtol", "-1"], ">= 0"),
+        (["--op", "exp", "--skip", "eager"], "speedup baseline"),
+        (["--op", "exp", "--output-json", "tests"], "is a folder"),
+    ],
+)
+def test_bad_input_is_one_line_naming_valid_choices_exit_2(args: list[str], names: str) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("run.py: error:")
+    assert names in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_json_file_is_valid_after_each_shape(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--shape", "100", "--shape", "200", "--only", "eager",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(out.read_text())
+    assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
+
+
+def test_a_sweep_in_which_every_cell_was_skipped_exits_1() -> None:
+    result = run_cli("--op", "exp", "--precision", "bf16", "--only", "triton,helion", "--shape", "4096",
+                     "--metrics", "accuracy,latency")
+    assert result.returncode == 1
+    assert "nothing was measured: every cell was skipped" in result.stderr
+
+
+def test_a_failed_speedup_baseline_fails_only_its_own_cells(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", "examples/plugins/faulty_exp_backends.py", "--op", "exp",
+                     "--only", "eager,raises", "--baseline", "raises", "--shape", "1000",
+                     "--rep", "0", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "1 cell(s) failed: exp/fwd/raises/1000"
+    _, records = read_json(out)
+    speedup = next(r for r in records if (r.backend, r.metric) == ("eager", "speedup"))
+    assert speedup.status == "skipped" and "baseline failed" in speedup.error
+
+
+def test_a_wrong_result_alone_exits_1() -> None:
+    result = run_cli("--plugin", "examples/plugins/faulty_exp_backends.py", "--op", "exp", "--only",
+                     "eager,wrong_result", "--shape", "1000", "--metrics", "accuracy", "--rep", "0",
+                     "--warmup", "0")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == "1 cell(s) failed: exp/fwd/wrong_result/1000"

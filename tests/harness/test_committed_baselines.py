@@ -1,0 +1,57 @@
+"""The committed H200 baselines under ``results/baselines/h200/`` are files the CI gate can use.
+
+The workflow gates every ``<op>_<mode>.json`` it finds there; a misnamed, truncated or
+mixed file would make it fail (or silently gate nothing) on the GPU runner.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from harness.compare.verdicts import Settings, judge
+from harness.operator import Mode
+from harness.registry import operator_names
+from harness.report.results import read_json
+from tests.helpers import ROOT
+
+BASELINES = sorted((ROOT / "results" / "baselines" / "h200").glob("*.json"))
+MODES = {mode.value for mode in Mode}
+
+
+def test_every_operator_has_a_baseline_for_every_mode():
+    names = {path.stem for path in BASELINES}
+    for op in operator_names():
+        assert {f"{op}_{mode}" for mode in MODES} <= names, op
+
+
+@pytest.mark.parametrize("path", BASELINES, ids=lambda path: path.stem)
+def test_baseline_is_one_operator_and_mode_from_the_h200_with_repeats(path):
+    header, records = read_json(path)
+    op, mode = next((op, path.stem[len(op) + 1:]) for op in operator_names()
+                    if path.stem.startswith(f"{op}_"))
+    assert mode in MODES
+    assert header["device_name"] == "NVIDIA H200"
+    assert {(r.op, r.mode) for r in records} == {(op, mode)}
+    latencies = [r for r in records if r.metric == "latency"]
+    assert latencies and all(r.status == "ok" and len(r.repeats) == 7 for r in latencies)
+    assert all(r.value == 1.0 for r in records if r.metric == "accuracy")
+
+
+@pytest.mark.parametrize("path", BASELINES, ids=lambda path: path.stem)
+def test_baseline_catches_a_25_percent_slowdown_of_one_backend_there_only(path):
+    """The gate's defaults, on the real repeats of each baseline: every triton cell slowed by
+    25% is a regression (or noisy, where the baseline's own repeats spread too wide to tell),
+    and no other backend's cell changes verdict."""
+    _, records = read_json(path)
+    slowed = [copy.deepcopy(r) for r in records]
+    for record in slowed:
+        if record.backend == "triton" and record.metric == "latency" and record.repeats:
+            record.repeats = [1.25 * ms for ms in record.repeats]
+            record.value *= 1.25
+    rows = judge(records, slowed, Settings(0.05, 0.10, 0.10, 0.05, 2000))
+    triton = {row.verdict for row in rows if row.key[4] == "triton"}
+    others = {row.verdict for row in rows if row.key[4] != "triton"}
+    assert "regression" in triton and triton <= {"regression", "noisy"}
+    assert others <= {"unchanged", "noisy"} and "unchanged" in others

@@ -1,0 +1,361 @@
+"""``run.py compare``: verdicts of the regression gate on synthetic result files, and bad input.
+
+Each cell's repeats are 7 repeat medians drawn around 1 ms with 0.5% relative noise (a fixed
+seed per file), as ``run.py --repeats 7`` records them on a quiet GPU.  Baseline and current
+draws are independent, like two CI runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli import main as cli
+from harness.compare.stats import slower_faster_p
+from harness.report.results import Record, write_json
+from tests.helpers import run_cli
+
+DEVICE = "NVIDIA H200"
+X_VALS = (4096, 65536, 1048576)
+BACKENDS = ("eager", "triton", "helion", "torch_compile")
+CellId = tuple[str, str]  # (x_val as shown, backend)
+
+
+def sweep(seed: int, scale: dict[str, float] | None = None, noise: dict[str, float] | None = None,
+          ms: float = 1.0, repeats: int = 7) -> list[Record]:
+    """Accuracy and latency records of every (x_val, backend); ``scale`` slows backends down."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for x_val in X_VALS:
+        for backend in BACKENDS:
+            factor = (scale or {}).get(backend, 1.0)
+            medians = ms * factor * rng.normal(1.0, (noise or {}).get(backend, 0.005), repeats)
+            common = dict(op="exp", mode="fwd", dtype="bfloat16", x_val=x_val, backend=backend)
+            records.append(Record(**common, metric="accuracy", value=1.0, unit="bool"))
+            records.append(Record(**common, metric="latency", value=float(np.median(medians)), unit="ms",
+                                  repeats=[float(m) for m in medians]))
+    return records
+
+
+def find(records: list[Record], x_val: int, backend: str, metric: str) -> Record:
+    return next(r for r in records if (r.x_val, r.backend, r.metric) == (x_val, backend, metric))
+
+
+def write(path: Path, records: list[Record], device: str = DEVICE) -> str:
+    write_json(path, {"device": "cuda", "device_name": device}, records)
+    return str(path)
+
+
+def run_compare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``run.py compare ARGS`` in-process: (exit status, stdout, stderr)."""
+    try:
+        code = cli.main(["compare", *args])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def markdown_verdicts(text: str) -> dict[CellId, tuple[str, str]]:
+    """(verdict, note) per cell, read from the collapsed all-cells table of the markdown summary."""
+    table = text.split("<details>")[1]
+    verdicts = {}
+    for line in table.splitlines():
+        cols = [c.strip() for c in line.strip("|").split("|")]
+        if len(cols) == 12 and cols[0] == "exp":
+            verdicts[(cols[3], cols[4])] = (cols[10], cols[11])
+    return verdicts
+
+
+def gate(tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: list[Record],
+         current: list[Record], *options: str) -> tuple[int, dict[CellId, tuple[str, str]]]:
+    """Compare two record lists through the command line: (exit status, verdict per cell)."""
+    summary = tmp_path / "summary.md"
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", baseline),
+                               write(tmp_path / "cur.json", current), "--markdown", str(summary), *options)
+    assert code in (0, 1), err
+    return code, markdown_verdicts(summary.read_text())
+
+
+def backend_verdicts(verdicts: dict[CellId, tuple[str, str]], backend: str) -> set[str]:
+    return {verdict for (_, b), (verdict, _) in verdicts.items() if b == backend}
+
+
+def test_identical_files_are_unchanged_and_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    code, verdicts = gate(tmp_path, capsys, records, records)
+    assert code == 0
+    assert len(verdicts) == len(X_VALS) * len(BACKENDS)
+    assert {v for v, _ in verdicts.values()} == {"unchanged"}
+
+
+@pytest.mark.parametrize(
+    ("slowdown", "options"),
+    # A true 5% slowdown measures 1.05 +- 0.3%, right at the default 5% threshold; a 3% threshold
+    # checks that the statistics confirm it.  20% runs with the defaults.
+    [(1.05, ["--threshold", "0.03"]), (1.20, [])],
+)
+def test_slowdown_of_one_backend_is_a_regression_there_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], slowdown: float, options: list[str]) -> None:
+    current = sweep(seed=2, scale={"triton": slowdown})
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current, *options)
+    assert code == 1
+    assert backend_verdicts(verdicts, "triton") == {"regression"}
+    for backend in ("eager", "helion", "torch_compile"):
+        assert backend_verdicts(verdicts, backend) == {"unchanged"}
+
+
+def test_slowdown_below_threshold_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), sweep(seed=2, scale={"triton": 1.02}))
+    assert code == 0
+    assert {v for v, _ in verdicts.values()} == {"unchanged"}
+
+
+def test_speedup_is_an_improvement_and_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), sweep(seed=2, scale={"helion": 0.8}))
+    assert code == 0
+    assert backend_verdicts(verdicts, "helion") == {"improvement"}
+    assert backend_verdicts(verdicts, "triton") == {"unchanged"}
+
+
+def test_noisy_cells_get_no_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = sweep(seed=2, scale={"triton": 1.2}, noise={"triton": 0.3})
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
+    assert code == 0
+    assert backend_verdicts(verdicts, "triton") == {"noisy"}
+    assert all(note.startswith("spread ") for (_, b), (_, note) in verdicts.items() if b == "triton")
+
+
+def test_flagged_cell_is_noisy_with_its_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline, current = sweep(seed=1), sweep(seed=2, scale={"eager": 1.2})
+    find(baseline, 4096, "eager", "latency").flag = "below_physical_floor"
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert verdicts[("4096", "eager")] == ("noisy", "flagged: below_physical_floor")
+    assert verdicts[("65536", "eager")][0] == "regression" and code == 1
+
+
+def test_lost_accuracy_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = sweep(seed=2)
+    find(current, 4096, "triton", "accuracy").value = 0.0
+    broken = find(current, 65536, "triton", "accuracy")
+    broken.value, broken.status, broken.error = None, "error", "RuntimeError: illegal memory access"
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
+    assert code == 1
+    assert verdicts[("4096", "triton")][0] == "accuracy_lost"
+    assert verdicts[("65536", "triton")] == (
+        "accuracy_lost", "accuracy check failed: RuntimeError: illegal memory access")
+    assert verdicts[("1048576", "triton")][0] == "unchanged"
+
+
+def test_a_folder_for_markdown_is_refused_before_comparing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "base.json", sweep(seed=1))
+    code, out, err = run_compare(capsys, path, path, "--markdown", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.strip() == f"run.py: error: {tmp_path} is a folder; give a file name"
+
+
+def test_absent_or_failed_cell_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = [r for r in sweep(seed=2) if (r.x_val, r.backend) != (4096, "helion")]
+    failed = find(current, 65536, "helion", "latency")
+    failed.value, failed.status, failed.error = None, "error", "OutOfMemoryError"
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
+    assert code == 0
+    assert verdicts[("4096", "helion")] == ("missing", "absent from current")
+    assert verdicts[("65536", "helion")] == ("missing", "error in current: OutOfMemoryError")
+    code, _ = gate(tmp_path, capsys, sweep(seed=1), current, "--fail-on-missing")
+    assert code == 1
+    assert "Performance gate: FAIL" in (tmp_path / "summary.md").read_text()
+
+
+def test_without_repeats_the_ratio_alone_decides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline, current = sweep(seed=1), sweep(seed=2, scale={"triton": 1.2})
+    for record in baseline + current:
+        record.repeats = None
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert code == 1
+    assert verdicts[("4096", "triton")] == ("regression", "no repeats: ratio only")
+    assert verdicts[("4096", "eager")] == ("unchanged", "no repeats: ratio only")
+
+
+def test_repeats_too_few_for_significance_fall_back_to_the_ratio(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """3 against 3 repeats cannot reach p < 0.05 (the smallest exact p is 1/20), so a 20%
+    slowdown is judged on its ratio rather than declared not significant."""
+    current = sweep(seed=2, repeats=3, scale={"triton": 1.2})
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1, repeats=3), current)
+    assert code == 1
+    note = "too few repeats for p < 0.05 (smallest p 0.05): ratio only"
+    assert verdicts[("4096", "triton")] == ("regression", note)
+    assert verdicts[("4096", "eager")] == ("unchanged", note)
+
+
+@pytest.mark.parametrize(("ms", "verdict"), [(1.0, "regression"), (0.010, "unchanged")])
+def test_cells_under_20_us_use_the_small_threshold(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], ms: float, verdict: str) -> None:
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1, ms=ms), sweep(seed=2, ms=ms, scale={"eager": 1.07}))
+    assert backend_verdicts(verdicts, "eager") == {verdict}
+
+
+@pytest.mark.parametrize("slower", [True, False])
+def test_change_beyond_threshold_without_significance_is_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], slower: bool) -> None:
+    """Either way round: a slower or a faster set of repeats, too mixed to be significant."""
+    baseline, current = sweep(seed=1), sweep(seed=2)
+    steady, shifted = [0.95, 1.00, 1.05, 0.97, 1.03], [1.00, 1.07, 1.12, 0.99, 1.15]
+    find(baseline, 4096, "eager", "latency").repeats = steady if slower else shifted
+    find(current, 4096, "eager", "latency").repeats = shifted if slower else steady
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert code == 0
+    assert verdicts[("4096", "eager")] == ("unchanged", "beyond threshold, not significant")
+
+
+@pytest.mark.parametrize(("slowed", "verdict"), [(BACKENDS, "regression"), (("triton",), "unchanged")])
+def test_benjamini_hochberg_adjusts_over_all_cells(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], slowed: tuple[str, ...], verdict: str) -> None:
+    """With 4 repeats the smallest one-sided p is 1/70; over 12 cells it survives the BH adjustment
+    when all 12 are slower (p_adj = 1/70) but not when 3 are (p_adj = 12/3 * 1/70 = 0.057)."""
+    current = sweep(seed=2, repeats=4, scale=dict.fromkeys(slowed, 1.2))
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1, repeats=4), current)
+    assert backend_verdicts(verdicts, "triton") == {verdict}
+    assert code == (1 if verdict == "regression" else 0)
+
+
+def test_tied_repeat_medians_keep_the_exact_p_value() -> None:
+    """Quantized timings tie within each side; a clean split of 7 against 7 is still p = 1/3432."""
+    baseline = [0.003648, 0.003648, 0.00368, 0.00368, 0.00368, 0.003712, 0.003712]
+    current = [0.004096, 0.004096, 0.004128, 0.004128, 0.004128, 0.00416, 0.00416]
+    slower, faster = slower_faster_p(baseline, current)
+    assert slower == pytest.approx(1 / 3432) and faster == pytest.approx(1.0)
+
+
+def test_ties_across_the_two_sides_get_the_permutation_p_value() -> None:
+    """Of the 3432 splits of these 14 repeats, 491 give the current side a rank sum at least as
+    high as observed: p = 0.143 (scipy's tie-blind exact method would say 0.104)."""
+    slower, _ = slower_faster_p([1, 1, 1, 1, 1, 2, 2], [1, 1, 2, 2, 2, 2, 2])
+    assert slower == pytest.approx(491 / 3432)
+
+
+def test_markdown_summary_has_headline_and_regression_row(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = tmp_path / "summary.md"
+    code, out, _ = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
+                               write(tmp_path / "cur.json", sweep(seed=2, scale={"triton": 1.2})),
+                               "--markdown", str(summary))
+    assert code == 1
+    text = summary.read_text()
+    headline, changed = text.split("\n\n")[:2]
+    assert headline.startswith("**Performance gate: FAIL** — 12 cells: 0 accuracy_lost, 3 regression")
+    assert changed.count("| regression |") == 3 and "| triton " in changed
+    assert "<details><summary>All 12 cells</summary>" in text
+    assert out.strip().splitlines()[-1] == (
+        "12 cells: 0 accuracy_lost, 3 regression, 0 missing, 0 improvement, 0 noisy, 9 unchanged")
+
+
+def test_run_py_compare_exits_1_on_regression(tmp_path: Path) -> None:
+    result = run_cli("compare", write(tmp_path / "base.json", sweep(seed=1)),
+                     write(tmp_path / "cur.json", sweep(seed=2, scale={"eager": 1.2})), timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "3 regression" in result.stdout.splitlines()[-1]
+
+
+def _truncated(path: Path) -> str:
+    text = Path(write(path, sweep(seed=1))).read_text()
+    path.write_text(text[: len(text) // 2])
+    return str(path)
+
+
+def _not_results(path: Path) -> str:
+    path.write_text(json.dumps({"benchmarks": []}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("make_baseline", "reason"),
+    [
+        (_truncated, "not valid JSON, truncated or corrupt"),
+        (_not_results, "not a result file"),
+        (lambda path: str(path), "cannot read"),
+        (lambda path: write(path, sweep(seed=1), device="NVIDIA H100"), "was measured on 'NVIDIA H100'"),
+    ],
+    ids=["truncated", "not_results", "absent", "other_device"],
+)
+def test_bad_baseline_exits_2_naming_file_and_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], make_baseline, reason: str) -> None:
+    baseline = make_baseline(tmp_path / "base.json")
+    code, out, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(f"run.py: error: baseline {baseline}") and reason in err
+
+
+def test_device_mismatch_can_be_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = write(tmp_path / "base.json", sweep(seed=1), device="NVIDIA H100")
+    code, _, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)),
+                               "--allow-device-mismatch")
+    assert code == 0, err
+
+
+def test_files_sharing_no_op_mode_dtype_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = sweep(seed=2)
+    for record in current:
+        record.mode = "bwd"
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
+                               write(tmp_path / "cur.json", current))
+    assert code == 2 and "share no (op, mode, dtype)" in err and "exp/bwd/bfloat16" in err
+
+
+@pytest.mark.parametrize("option", [["--alpha", "2"], ["--bootstrap-samples", "ten"], ["--nope"]])
+def test_bad_option_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
+    path = write(tmp_path / "base.json", sweep(seed=1))
+    code, _, err = run_compare(capsys, path, path, *option)
+    assert code == 2 and err.startswith("run.py: error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_runs_with_different_operator_options_are_refused(tmp_path) -> None:
+    from harness.report.results import Record, write_json
+    from tests.helpers import run_cli
+
+    record = Record("addmm", "fwd", "bfloat16", [64, 64, 64], "eager", "latency", 1.0, "ms")
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    write_json(base, {"device_name": "H200", "options": {"bias": "1d"}}, [record])
+    write_json(cur, {"device_name": "H200", "options": {"bias": "2d"}}, [record])
+    result = run_cli("compare", str(base), str(cur))
+    assert result.returncode == 2
+    assert "different options" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_significant_change_inside_a_wide_confidence_interval_is_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.compare.verdicts
+
+    monkeypatch.setattr(harness.compare.verdicts, "ratio_ci", lambda base, cur, samples: (0.98, 1.3))
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), sweep(seed=2, scale={"triton": 1.2}))
+    assert code == 0
+    assert verdicts[("4096", "triton")] == ("unchanged", "beyond threshold, not significant")
+
+
+def test_accuracy_the_baseline_never_had_cannot_be_lost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline, current = sweep(seed=1), sweep(seed=2)
+    find(baseline, 4096, "helion", "accuracy").value = 0.0
+    find(current, 4096, "helion", "accuracy").value = 0.0
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert code == 0
+    assert verdicts[("4096", "helion")][0] == "unchanged"
+
+
+def test_a_cell_given_twice_or_files_with_different_timers_are_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    twice = write(tmp_path / "twice.json", records + [records[1]])
+    code, _, err = run_compare(capsys, twice, twice)
+    assert code == 2 and "given twice" in err
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    write_json(base, {"device_name": DEVICE, "timer": {"warmup_ms": 25.0, "rep_ms": 100.0}}, records)
+    write_json(cur, {"device_name": DEVICE, "timer": {"warmup_ms": 5.0, "rep_ms": 50.0}}, records)
+    code, _, err = run_compare(capsys, str(base), str(cur))
+    assert code == 2 and "timer" in err

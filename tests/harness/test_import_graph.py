@@ -1,0 +1,104 @@
+"""The project's modules form no import cycle and none grows past a readable size.
+
+The graph is built from the source of ``harness/`` and ``operators/``: every import statement,
+also those inside functions (a lazy import hides a cycle from Python, not from a reader).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("harness", "operators")
+MAX_LINES = 450
+
+
+def _module_files() -> dict[str, Path]:
+    files = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            files[name] = path
+    return files
+
+
+def _imported(node: ast.AST, modules: set[str]) -> list[str]:
+    """The project modules an import statement imports (the most specific module named)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        names = [f"{node.module}.{alias.name}" for alias in node.names]
+        names = [name if name in modules else node.module for name in names]
+    else:
+        return []
+    return [name for name in names if name in modules]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere in its source."""
+    files = _module_files()
+    modules = set(files)
+    graph = {}
+    for name, path in files.items():
+        nodes = ast.walk(ast.parse(path.read_text()))
+        graph[name] = {target for node in nodes for target in _imported(node, modules)} - {name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules (first repeated at the end), or None."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return stack[stack.index(target):] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_harness_and_operators_have_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_sees_imports_inside_functions() -> None:
+    graph = import_graph()
+    assert "harness.registry" in graph
+    assert "harness.operator" in graph["harness.registry"]
+
+
+def test_only_the_command_line_imports_argparse() -> None:
+    files = _module_files()
+    importers = sorted(
+        name for name, path in files.items()
+        if any(isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names)
+               or isinstance(node, ast.ImportFrom) and node.module == "argparse"
+               for node in ast.walk(ast.parse(path.read_text())))
+    )
+    assert all(name.startswith("harness.cli") for name in importers), importers
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in _module_files().items()}
+    too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
+    assert not too_long, too_long

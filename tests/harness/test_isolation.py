@@ -1,0 +1,158 @@
+"""``--isolate`` and Ctrl-C: a crash, a hang or an interrupt costs only its own cell, never the file.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from harness.report.results import read_json
+from tests.helpers import ROOT, run_cli
+
+PLUGIN = "examples/plugins/faulty_exp_backends.py"
+
+
+def _cells(path: Path) -> dict:
+    _, records = read_json(path)
+    return {(r.backend, r.metric): r for r in records}
+
+
+def test_isolate_turns_crash_exception_and_wrong_result_into_cell_results(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli(
+        "--plugin", PLUGIN, "--op", "exp", "--isolate", "--shape", "1000",
+        "--only", "eager,kills_itself,raises,wrong_result,modifies_input,exp_via_exp2",
+        "--metrics", "accuracy,latency,speedup", "--rep", "1", "--warmup", "0",
+        "--output-json", str(out),
+    )
+    assert result.returncode == 1
+    cells = _cells(out)
+    killed = cells[("kills_itself", "latency")]
+    assert killed.status == "error" and "killed by SIGKILL" in killed.error
+    assert "illegal memory access (simulated)" in cells[("raises", "accuracy")].error
+    assert cells[("wrong_result", "accuracy")].value == 0.0
+    assert "input[0] was modified" in cells[("modifies_input", "accuracy")].note
+    assert cells[("exp_via_exp2", "accuracy")].value == 1.0
+    assert cells[("exp_via_exp2", "speedup")].value > 0
+    assert cells[("eager", "latency")].value > 0
+
+
+def test_isolate_timeout_bounds_a_hanging_cell(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--isolate", "--timeout", "20",
+                     "--shape", "100", "--only", "eager,hangs", "--metrics", "accuracy",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert time.monotonic() - started < 120
+    assert result.returncode == 1
+    cells = _cells(out)
+    assert "timed out after 20 s" in cells[("hangs", "accuracy")].error
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
+def test_timeout_without_isolate_is_bad_input() -> None:
+    result = run_cli("--op", "exp", "--timeout", "5")
+    assert result.returncode == 2 and "--isolate" in result.stderr
+
+
+def test_ctrl_c_mid_sweep_leaves_a_valid_partial_file(tmp_path: Path) -> None:
+    out = tmp_path / "partial.json"
+    shapes = [arg for n in range(1000, 1030) for arg in ("--shape", str(n))]
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "--op", "exp", "--only", "eager", *shapes, "--rep", "200",
+         "--warmup", "0", "--output-json", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A shell that started the tests in the background ignores SIGINT in its children.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert out.exists(), "no cell finished in time"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    payload = json.loads(out.read_text())
+    shapes_done = {r["x_val"] for r in payload["records"]}
+    assert 1 <= len(shapes_done) < 30
+
+
+def _isolate_workers(parent: int) -> list[int]:
+    """Pids of the ``harness.measure.isolate`` workers started by process ``parent``."""
+    workers = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            cmdline = (status.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(parent) and b"harness.measure.isolate" in cmdline:
+            workers.append(int(status.parent.name))
+    return workers
+
+
+def test_ctrl_c_during_an_isolated_cell_ends_its_worker_too(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "--plugin", PLUGIN, "--op", "exp", "--isolate", "--shape", "100",
+         "--only", "hangs", "--metrics", "accuracy", "--rep", "1", "--warmup", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    while not (workers := _isolate_workers(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert workers, "the isolated worker did not start"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+
+
+def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "--plugin", str(ROOT / PLUGIN), "--op", "exp", "--isolate",
+         "--shape", "100", "--only", "eager,exp_via_exp2", "--metrics", "accuracy", "--rep", "1",
+         "--warmup", "0", "--output-json", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert _cells(out)[("exp_via_exp2", "accuracy")].value == 1.0
+
+
+def test_isolate_timeout_waits_exactly_the_limit_then_kills_the_whole_session(monkeypatch) -> None:
+    import harness.measure.isolate
+    from harness.measure.sweep import Sweep
+    from harness.operator import Mode
+    from operators.exp.operator import ExpOperator
+    from tests.helpers import cpu_settings
+
+    waits, killed = [], []
+
+    class HangingWorker:
+        pid = 4242
+
+        def __init__(self, *args, **kwargs) -> None:
+            assert kwargs["start_new_session"]
+
+        def communicate(self, timeout=None):
+            waits.append(timeout)
+            if len(waits) == 1:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            return "", ""
+
+    monkeypatch.setattr(harness.measure.isolate.subprocess, "Popen", HangingWorker)
+    monkeypatch.setattr(harness.measure.isolate.os, "killpg", lambda pid, sig: killed.append((pid, sig)))
+    settings = cpu_settings(["accuracy"], isolate=True, timeout_s=20.0)
+    sweep = Sweep(ExpOperator("cpu", torch.float32), Mode.FWD, [(100,)], ["eager"], "eager", settings)
+    measurement, error = harness.measure.isolate.measure_isolated(sweep, (100,), "eager")
+    assert error == "timed out after 20 s (--timeout)" and not measurement.repeats
+    assert waits[0] == 20.0 and killed == [(4242, signal.SIGKILL)]
+

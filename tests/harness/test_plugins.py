@@ -1,0 +1,67 @@
+"""``--plugin``: files that add backends or operators, and the one-line errors of those that cannot load.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.report.results import read_json
+from tests.helpers import run_cli
+
+PLUGIN = "examples/plugins/faulty_exp_backends.py"
+
+
+def _cells(path: Path) -> dict:
+    _, records = read_json(path)
+    return {(r.backend, r.metric): r for r in records}
+
+
+def test_plugin_adds_a_backend_to_a_builtin_operator(tmp_path: Path) -> None:
+    listing = run_cli("--plugin", PLUGIN, "--op", "exp", "--list-backends")
+    assert "exp_via_exp2" in listing.stdout
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--only", "eager,exp_via_exp2",
+                     "--shape", "1000", "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert _cells(out)[("exp_via_exp2", "accuracy")].value == 1.0
+
+
+def test_plugin_adds_a_new_operator(tmp_path: Path) -> None:
+    plugin = "examples/plugins/new_operator.py"
+    assert "scale2" in run_cli("--plugin", plugin, "--list-ops").stdout.split()
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", plugin, "--op", "scale2", "--mode", "fwd,bwd", "--rep", "1",
+                     "--warmup", "0", "--output-json", str(out), "--metrics", "accuracy,gbps")
+    assert result.returncode == 0, result.stderr
+    _, records = read_json(out)
+    accuracy = [r for r in records if r.metric == "accuracy"]
+    assert len(accuracy) == 2 * 2 * 2 and all(r.value == 1.0 for r in accuracy)
+
+
+def test_missing_plugin_file_is_bad_input() -> None:
+    result = run_cli("--plugin", "no/such/plugin.py", "--op", "exp")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "run.py: error: --plugin no/such/plugin.py: no such file"
+
+
+def test_a_plugin_that_replaces_the_baseline_backend_stays_the_baseline(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", "examples/plugins/replaces_eager.py", "--op", "exp",
+                     "--only", "eager,triton", "--shape", "1000", "--rep", "1", "--warmup", "0",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    cells = _cells(out)
+    assert cells[("eager", "speedup")].value == 1.0 and cells[("triton", "speedup")].value > 0
+
+
+@pytest.mark.parametrize(("plugin", "reason"), [
+    ("README.md", "failed to load (SyntaxError: "),
+    ("examples/plugins/unknown_operator.py", "no operator 'expp' (valid: addmm, exp, gemm, rms_norm)"),
+])
+def test_a_plugin_that_cannot_load_is_one_line_of_bad_input(plugin: str, reason: str) -> None:
+    result = run_cli("--plugin", plugin, "--op", "exp")
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and reason in result.stderr
+

@@ -1,0 +1,80 @@
+"""``run.py show``: a result file's tables, filtered by mode, with its note, refusing corrupt files.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.report.results import Record, write_json
+from tests.helpers import run_cli
+
+
+def _records() -> list[Record]:
+    rows = []
+    for x, (base, fast) in {1024: (2.0, 1.0), 4096: (8.0, 2.0)}.items():
+        for backend, latency in (("eager", base), ("triton", fast)):
+            rows.append(Record("exp", "fwd", "float32", x, backend, "latency", latency, "ms",
+                               p20=latency * 0.99, p50=latency, p80=latency * 1.01, n_samples=50,
+                               extra={"spread": 0.01}))
+            rows.append(Record("exp", "fwd", "float32", x, backend, "speedup", base / latency, "x"))
+    rows.append(Record("exp", "fwd", "float32", 8192, "eager", "latency", None, "ms",
+                       status="error", error="RuntimeError: out of memory"))
+    return rows
+
+
+def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
+    path = tmp_path / "run.json"
+    run = run_cli("--op", "exp", "--mode", "fwd,bwd", "--shape", "1000", "--only", "eager,triton",
+                  "--metrics", "accuracy,latency", "--output-json", str(path))
+    assert run.returncode == 0, run.stderr
+    shown = run_cli("show", str(path), "--mode", "bwd")
+    assert shown.returncode == 0, shown.stderr
+    assert "exp bwd float32" in shown.stdout and "exp fwd" not in shown.stdout
+    assert "eager-latency" in shown.stdout and "triton-accuracy" in shown.stdout
+    assert shown.stdout.splitlines()[3].split()[0] == "1000"
+
+
+def test_show_prints_the_note_a_partial_file_carries(tmp_path, capsys):
+    from harness.cli import main as cli
+
+    path = tmp_path / "partial.json"
+    write_json(path, {"device_name": "NVIDIA H200", "note": "stopped before its last shape"}, _records())
+    assert cli.main(["show", str(path)]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "note: stopped before its last shape"
+
+
+def test_show_mode_takes_a_comma_list_and_names_the_valid_and_present_modes(tmp_path, capsys):
+    from harness.cli import main as cli
+
+    path = tmp_path / "run.json"
+    write_json(path, {"device_name": "cpu"}, _records())
+    assert cli.main(["show", str(path), "--mode", "fwd,bwd"]) == 0
+    assert capsys.readouterr().out.startswith("exp fwd float32")
+    for mode, message in (("nope", "unknown mode 'nope' (valid: fwd, fwd_no_grad, bwd, fwd_bwd)"),
+                          ("bwd", f"{path}: no records for mode bwd (it has: fwd)")):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["show", str(path), "--mode", mode])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.strip() == f"run.py: error: {message}"
+
+
+def test_show_into_a_closed_pipe_stops_without_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    baseline = ROOT / "results" / "baselines" / "h200" / "gemm_bwd.json"
+    shown = subprocess.run(f"{sys.executable} run.py show {baseline} | head -1", shell=True, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.stdout == "gemm bwd bfloat16\n"
+    assert "Traceback" not in shown.stderr and "BrokenPipe" not in shown.stderr
+
+
+def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"header": {')
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 2
+    assert len(shown.stderr.strip().splitlines()) == 1 and "broken.json" in shown.stderr
+

@@ -1,0 +1,69 @@
+"""``run.py tune`` stores only the fastest candidate whose outputs match Helion's default config.
+
+Runs the real exp Helion kernel through Triton's CPU interpreter with the CPU timer.
+"""
+
+from __future__ import annotations
+
+import helion
+import torch
+
+from harness.device import prepare_backends
+from harness.measure.timing import CpuTimer
+from harness.tuning.configs import TuningJob
+from harness.tuning.tuner import tune_job as _tune_job
+from operators.exp import helion_impl
+from tests.helpers import run_cli
+
+CANDIDATES = [helion.Config(block_sizes=[block], num_warps=4, num_stages=1) for block in (512, 1024)]
+
+
+class _OffByOneFor:
+    """Wraps a Helion kernel so that one block size returns ``exp(x) + 1``: a miscompiled config."""
+
+    def __init__(self, kernel: object, block: int, leave_unwritten: bool = False):
+        self.kernel, self.block, self.leave_unwritten = kernel, block, leave_unwritten
+
+    def bind(self, args: tuple) -> _OffByOneFor:
+        self.bound = self.kernel.bind(args)
+        self.config_spec = self.bound.config_spec
+        return self
+
+    def set_config(self, config: helion.Config) -> None:
+        self.bad = config.config["block_sizes"] == [self.block]
+        self.bound.set_config(config)
+
+    def __call__(self, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        if self.bad and self.leave_unwritten:
+            return out
+        result = self.bound(x, out)
+        return result + 1 if self.bad else result
+
+
+def _job(kernel: object) -> TuningJob:
+    x = torch.randn(3000)
+    return TuningJob(kernel=kernel, key="exp_fwd|float32|test",
+                     make_args=lambda: (x, torch.empty_like(x)), candidates=CANDIDATES)
+
+
+def test_tune_times_every_correct_candidate_and_keeps_the_fastest() -> None:
+    prepare_backends("cpu")
+    best, log = _tune_job(_job(helion_impl.exp_fwd), CpuTimer(warmup_ms=0, rep_ms=0))
+    assert best is not None and best["block_sizes"] in ([512], [1024])
+    assert sum(" us " in line for line in log) == 2
+
+
+def test_tune_rejects_a_candidate_whose_output_is_wrong_or_unwritten() -> None:
+    prepare_backends("cpu")
+    for leave_unwritten in (False, True):
+        kernel = _OffByOneFor(helion_impl.exp_fwd, 1024, leave_unwritten)
+        best, log = _tune_job(_job(kernel), CpuTimer(warmup_ms=0, rep_ms=0))
+        assert best["block_sizes"] == [512]
+        rejected = [line for line in log if "differs from the default config's" in line]
+        assert len(rejected) == 1 and "[1024]" in rejected[0]
+
+
+def test_tune_without_a_gpu_is_refused_in_one_line() -> None:
+    result = run_cli("tune", "--op", "exp")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "run.py: error: tune needs a GPU (stored configs are per GPU model)"

@@ -1,0 +1,112 @@
+"""The gemm operator: every backend's output and gradients against the float64 reference.
+
+Shapes are tiny (Triton's interpreter is slow).  20x12x9 (no dim a multiple of 16) runs the
+Triton kernel's masked pointer path and partial tiles of Helion's default 16-wide config;
+32x32x32 with TF32 allowed runs the Triton kernel's TMA path (exact fp32 takes the pointer path).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from harness.operator import Mode
+from operators.gemm.operator import GemmOperator, matmul_tolerance, typical_magnitude
+from tests.helpers import (
+    assert_accurate,
+    assert_interpreted_backends_skipped,
+    cli_accuracy,
+    run_cells,
+    tf32_allowed,
+)
+
+KERNEL_BACKENDS = ["eager", "triton", "helion"]
+ODD_SHAPE = (20, 12, 9)
+POW2_SHAPE = (32, 32, 32)
+
+
+@pytest.mark.parametrize("mode", list(Mode), ids=[m.value for m in Mode])
+def test_kernel_backends_match_reference_in_every_mode(mode: Mode) -> None:
+    op = GemmOperator("cpu", torch.float32)
+    assert_accurate(run_cells(op, mode, ODD_SHAPE, ["accuracy"], KERNEL_BACKENDS), KERNEL_BACKENDS)
+
+
+def test_kernel_backends_match_reference_on_power_of_two_sizes_with_tf32() -> None:
+    op = GemmOperator("cpu", torch.float32)
+    with tf32_allowed():
+        cells = run_cells(op, Mode.FWD_BWD, POW2_SHAPE, ["accuracy"], KERNEL_BACKENDS)
+    assert_accurate(cells, KERNEL_BACKENDS)
+
+
+def test_torch_compile_matches_reference_forward_and_backward() -> None:
+    op = GemmOperator("cpu", torch.float32)
+    cells = run_cells(op, Mode.FWD_BWD, ODD_SHAPE, ["accuracy"], ["eager", "torch_compile"])
+    assert_accurate(cells, ["torch_compile"])
+
+
+def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
+    assert_interpreted_backends_skipped(GemmOperator("cpu", torch.bfloat16), (16, 16, 16), KERNEL_BACKENDS)
+
+
+def test_inputs_give_output_and_gradients_the_typical_magnitude() -> None:
+    torch.manual_seed(0)
+    m, n, k = 300, 200, 500
+    a, b = (t.requires_grad_() for t in GemmOperator("cpu", torch.float64).make_inputs((m, n, k)))
+    out = a @ b
+    out.backward(torch.randn(m, n, dtype=torch.float64))
+    for tensor in (out, a.grad, b.grad):
+        assert tensor.std().item() == pytest.approx(typical_magnitude(m, n, k), rel=0.1)
+
+
+def test_tolerance_allows_tf32_on_cuda_and_scales_atol_with_magnitude() -> None:
+    assert matmul_tolerance("cpu", torch.float32, 10.0) == pytest.approx((1e-4, 1e-3))
+    assert matmul_tolerance("cuda", torch.float32, 10.0) == pytest.approx((5e-3, 5e-2))
+    assert matmul_tolerance("cuda", torch.bfloat16, 1.0) == pytest.approx((2e-2, 2e-2))
+    op = GemmOperator("cpu", torch.float16)
+    assert op.tolerance((400, 100, 25)) == pytest.approx((5e-3, 5e-3 * 40))
+
+
+def test_flop_and_byte_models() -> None:
+    op = GemmOperator("cpu", torch.float16)
+    m, n, k = 64, 32, 16
+    assert op.flops((m, n, k), Mode.FWD) == 2 * m * n * k
+    assert op.flops((m, n, k), Mode.BWD) == 4 * m * n * k
+    assert op.flops((m, n, k), Mode.FWD_BWD) == 6 * m * n * k
+    assert op.bytes_moved((m, n, k), Mode.FWD) == 2 * (m * k + k * n + m * n)
+    assert op.bytes_moved((m, n, k), Mode.BWD) == 2 * (m * n + 2 * m * k + 2 * k * n)
+
+
+def _forward_and_backward_keys(dtype: torch.dtype, kernel: str, shape: tuple[int, ...]) -> set[str]:
+    """Config keys of ``kernel`` forward and of ``matmul`` on the backward's transposed operands."""
+    from operators.gemm.helion_impl import bucket, config_key
+
+    m, n, k = shape
+    a, b, dy = (torch.empty(r, c, device="meta") for r, c in ((m, k), (k, n), (m, n)))
+    return {
+        config_key(kernel, dtype, bucket(a, b)),
+        config_key("matmul", dtype, bucket(dy, b.T)),
+        config_key("matmul", dtype, bucket(a.T, dy)),
+    }
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_helion_tuning_jobs_cover_the_default_gemm_and_addmm_sweeps(dtype: torch.dtype) -> None:
+    from operators.gemm import helion_tuning
+
+    expected: set[str] = set()
+    for shape in GemmOperator("cuda", dtype).default_shapes():
+        for kernel in ("matmul", "addmm_1d", "addmm_2d"):
+            expected |= _forward_and_backward_keys(dtype, kernel, shape)
+    jobs = helion_tuning.tuning_jobs(dtype, "cuda")
+    assert {job.key for job in jobs} == expected
+    assert len(jobs) == len(expected)
+    for job in jobs:
+        assert isinstance(job.make_args, functools.partial) and job.candidates
+
+
+def test_run_py_end_to_end(tmp_path) -> None:
+    accuracy = cli_accuracy(tmp_path / "gemm.json", "--op", "gemm", "--mode", "fwd_bwd",
+                            "--shape", "20,12,9", "--only", "eager,triton")
+    assert accuracy == {"eager": 1.0, "triton": 1.0}

@@ -1,0 +1,322 @@
+"""CPU tests of the gemm/addmm kernels (Triton and Helion through Triton's interpreter).
+
+Every output and gradient is compared against a float64 reference computed on the same inputs.
+Shapes are small (the interpreter is slow) and include sizes that are not multiples of 16:
+37x45x29 has rows that are not 16-byte aligned, so the Triton launcher and the Helion host code
+copy the operands to padded-pitch buffers and write a padded-pitch output.  The Triton launcher
+takes its TMA path for every shape of at least one tile (32x32x16 under the interpreter) and its
+pointer path below that or for exact fp32.  The tests allow TF32 dots, as the TMA path requires
+for fp32; the interpreter computes every dot exactly anyway.
+"""
+
+from harness.device import prepare_backends
+
+prepare_backends("cpu")
+
+import json  # noqa: E402
+
+import helion  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from harness.tuning import configs as helion_configs  # noqa: E402
+from operators.gemm import alignment, helion_impl, helion_tuning, triton_configs, triton_impl  # noqa: E402
+
+IMPLS = {"triton": triton_impl, "helion": helion_impl}
+SHAPES = [(37, 45, 29), (64, 48, 80)]
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _allow_tf32():
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    yield
+    torch.set_float32_matmul_precision(previous)
+
+
+def _randn(*shape: int, dtype: torch.dtype = torch.float32, grad: bool = True) -> torch.Tensor:
+    return torch.randn(*shape, dtype=dtype).requires_grad_(grad)
+
+
+def _assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    tol = TOL[actual.dtype]
+    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol)
+
+
+def _reference(fn, inputs: list[torch.Tensor], dy: torch.Tensor):
+    """Output and input gradients of ``fn`` evaluated in float64."""
+    upcast = [t.detach().double().requires_grad_(t.requires_grad) for t in inputs]
+    out = fn(*upcast)
+    out.backward(dy.double())
+    return out.detach(), [t.grad for t in upcast]
+
+
+def _check(fn, ref_fn, inputs: list[torch.Tensor]) -> None:
+    out = fn(*inputs)
+    dy = torch.randn_like(out)
+    out.backward(dy)
+    ref_out, ref_grads = _reference(ref_fn, inputs, dy)
+    _assert_close(out.detach(), ref_out)
+    for tensor, ref_grad in zip(inputs, ref_grads, strict=True):
+        if tensor.requires_grad:
+            _assert_close(tensor.grad, ref_grad)
+        else:
+            assert tensor.grad is None
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_matmul_output_and_gradients_match_float64(impl: str, shape: tuple[int, int, int]):
+    m, n, k = shape
+    _check(IMPLS[impl].matmul, torch.matmul, [_randn(m, k), _randn(k, n)])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("bias_dims", [1, 2])
+def test_addmm_output_and_gradients_match_float64(impl: str, shape: tuple[int, int, int],
+                                                  bias_dims: int):
+    m, n, k = shape
+    bias = _randn(n) if bias_dims == 1 else _randn(m, n)
+
+    def run(b, x, y):
+        return IMPLS[impl].addmm(b, x, y, alpha=1.5, beta=-0.75)
+
+    def reference(b, x, y):
+        return torch.addmm(b, x, y, alpha=1.5, beta=-0.75)
+
+    _check(run, reference, [bias, _randn(m, k), _randn(k, n)])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_addmm_default_scalars_match_float64(impl: str):
+    _check(IMPLS[impl].addmm, torch.addmm, [_randn(36), _randn(40, 20), _randn(20, 36)])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("needs", ["a", "b"])
+def test_matmul_computes_only_requested_gradients(impl: str, needs: str):
+    a, b = _randn(40, 20, grad=needs == "a"), _randn(20, 36, grad=needs == "b")
+    _check(IMPLS[impl].matmul, torch.matmul, [a, b])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_addmm_computes_only_requested_gradients(impl: str):
+    bias, mat1, mat2 = _randn(36, grad=False), _randn(40, 20, grad=False), _randn(20, 36)
+
+    def run(b, x, y):
+        return IMPLS[impl].addmm(b, x, y, alpha=2.0, beta=0.5)
+
+    def reference(b, x, y):
+        return torch.addmm(b, x, y, alpha=2.0, beta=0.5)
+
+    _check(run, reference, [bias, mat1, mat2])
+
+
+def test_triton_matmul_fp16_matches_float64():
+    a, b = _randn(64, 80, dtype=torch.float16), _randn(80, 48, dtype=torch.float16)
+    _check(triton_impl.matmul, torch.matmul, [a, b])
+
+
+def test_triton_takes_tma_path_for_tensor_core_dots_of_tile_size_aligned_or_not():
+    cpu = torch.device("cpu")
+    assert triton_impl.uses_tma((64, 48, 80), "tf32", cpu)
+    assert triton_impl.uses_tma((37, 45, 29), "tf32", cpu)
+    assert not triton_impl.uses_tma((64, 48, 80), "ieee", cpu)
+    assert not triton_impl.uses_tma((16, 48, 80), "tf32", cpu)
+    assert not triton_impl.uses_tma((64, 48, 8), "tf32", cpu)
+
+
+def test_padded_pitch_rounds_rows_up_to_16_bytes():
+    assert alignment.padded_pitch(4097, 2) == 4104
+    assert alignment.padded_pitch(4096, 2) == 4096
+    assert alignment.padded_pitch(29, 4) == 32
+    assert alignment.padded_pitch(37, 8) == 38
+    assert alignment.padded_pitch(0, 2) == 0
+
+
+def test_tma_alignment_looks_at_the_pitch_of_the_contiguous_dim_and_the_base():
+    assert alignment.is_tma_aligned(torch.empty(37, 32), transposed=False)
+    assert not alignment.is_tma_aligned(torch.empty(32, 37), transposed=False)
+    assert alignment.is_tma_aligned(torch.empty(37, 32).T, transposed=True)
+    assert not alignment.is_tma_aligned(torch.empty(32, 37).T, transposed=True)
+    assert not alignment.is_tma_aligned(torch.empty(37, 32)[:, 1:], transposed=False)
+    assert not alignment.is_tma_aligned(torch.empty(2, 4097, dtype=torch.bfloat16), transposed=False)
+
+
+def test_aligned_operand_keeps_aligned_tensors_and_pads_the_others():
+    aligned = torch.randn(37, 32)
+    assert alignment.aligned_operand(aligned, transposed=False) is aligned
+    for t, transposed in [(torch.randn(32, 37, dtype=torch.float16), False),
+                          (torch.randn(29, 37).T, True), (torch.randn(37, 40)[:, 3:], False)]:
+        padded = alignment.aligned_operand(t, transposed)
+        assert alignment.is_tma_aligned(padded, transposed)
+        assert padded.shape == t.shape and padded.dtype == t.dtype
+        assert (padded.stride(0) == 1) == transposed
+        assert torch.equal(padded, t)
+
+
+def test_output_buffer_has_the_logical_shape_and_an_aligned_pitch():
+    out = alignment.output_buffer(5, 4097, torch.bfloat16, "cpu")
+    assert out.shape == (5, 4097) and out.stride() == (4104, 1)
+    assert alignment.output_buffer(5, 4096, torch.float16, "cpu").is_contiguous()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("n", [45, 48])
+def test_outputs_can_be_modified_in_place_under_autograd(impl: str, n: int):
+    # A padded-pitch output must be a tensor of its own: autograd refuses in-place ops on
+    # views returned by a custom Function.
+    a, b = _randn(37, 29), _randn(29, n)
+    out = IMPLS[impl].matmul(a, b)
+    assert out._base is None
+    out.mul_(2.0)
+    out.sum().backward()
+    _assert_close(a.grad, 2.0 * torch.ones(37, n, dtype=torch.float64) @ b.detach().double().T)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("bias_dims", [0, 1, 2])
+def test_triton_pads_unaligned_operands_onto_the_tma_path(monkeypatch, dtype: torch.dtype,
+                                                          bias_dims: int):
+    def no_pointer_kernel(*args, **kwargs):
+        raise AssertionError("pointer kernel launched")
+
+    monkeypatch.setattr(triton_impl, "_matmul_pointer_kernel", no_pointer_kernel)
+    m, n, k = 37, 45, 33
+    mats = [_randn(m, k, dtype=dtype), _randn(k, n, dtype=dtype)]
+    if bias_dims == 0:
+        _check(triton_impl.matmul, torch.matmul, mats)
+        return
+    bias = _randn(n, dtype=dtype) if bias_dims == 1 else _randn(m, n, dtype=dtype)
+
+    def run(b, x, y):
+        return triton_impl.addmm(b, x, y, alpha=1.5, beta=-0.75)
+
+    def reference(b, x, y):
+        return torch.addmm(b, x, y, alpha=1.5, beta=-0.75)
+
+    _check(run, reference, [bias, *mats])
+
+
+@pytest.mark.parametrize("impl", ["matmul", "addmm"])
+def test_helion_kernels_get_aligned_operands_and_outputs_forward_and_backward(monkeypatch,
+                                                                              impl: str):
+    calls = []
+
+    def spy(kernel, store, keys, *args):
+        calls.append(args)
+        return helion_configs.call_with_stored_config(kernel, store, keys, *args)
+
+    monkeypatch.setattr(helion_impl, "call_with_stored_config", spy)
+    inputs = [_randn(37, 29, dtype=torch.float16), _randn(29, 45, dtype=torch.float16)]
+    if impl == "addmm":
+        _check(helion_impl.addmm, torch.addmm, [_randn(45, dtype=torch.float16), *inputs])
+    else:
+        _check(helion_impl.matmul, torch.matmul, inputs)
+    assert len(calls) == 3
+    for args in calls:
+        for t in (a for a in args if isinstance(a, torch.Tensor) and a.dim() == 2):
+            assert alignment.is_tma_aligned(t, transposed=t.stride(1) != 1)
+
+
+@pytest.mark.parametrize("transposed", ["a", "b", "both"])
+def test_triton_reads_transposed_operands_in_place(transposed: str):
+    a = torch.randn(48, 40).T if transposed in ("a", "both") else torch.randn(40, 48)
+    b = torch.randn(36, 48).T if transposed in ("b", "both") else torch.randn(48, 36)
+    bias = torch.randn(40, 36)
+    out = triton_impl.fused_matmul(a, b, bias, alpha=0.5, beta=2.0)
+    _assert_close(out, 0.5 * a.double() @ b.double() + 2.0 * bias.double())
+
+
+@pytest.mark.parametrize(("persistent", "subtile"), [(False, False), (True, False), (False, True)])
+def test_triton_tma_kernel_schedules_match_float64(persistent: bool, subtile: bool):
+    a, b, bias = torch.randn(64, 80), torch.randn(48, 80).T, torch.randn(48)
+    out = torch.empty(64, 48)
+    args = dict(
+        a_desc=triton_impl._descriptor(a, False), b_desc=triton_impl._descriptor(b, True),
+        c_desc=triton_impl._descriptor(out, False), bias_ptr=bias, M=64, N=48, K=80,
+        stride_bias_m=0, stride_bias_n=1, alpha=2.0, beta=0.5, A_TRANS=False, B_TRANS=True,
+        BIAS_KIND=triton_impl.ROW_BIAS, DOT_PRECISION="tf32", BLOCK_M=32, BLOCK_N=32,
+        BLOCK_K=16, GROUP_M=2, PERSISTENT=persistent, EPILOGUE_SUBTILE=subtile,
+    )
+    triton_configs.set_block_shapes(args)
+    triton_impl._matmul_tma_kernel.fn[triton_impl._grid(a.device)](**args)
+    _assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
+
+
+def test_triton_custom_ops_pass_opcheck():
+    a, b, bias = _randn(37, 29), _randn(29, 45), _randn(45)
+    torch.library.opcheck(torch.ops.opbench.matmul.default, (a, b))
+    torch.library.opcheck(torch.ops.opbench.addmm.default, (bias, a, b, 1.5, 0.5))
+    torch.library.opcheck(torch.ops.opbench.addmm.default, (None, a, b, 2.0, 0.0))
+
+
+def test_triton_ops_compile_without_graph_breaks():
+    def loss(bias, x, y):
+        return (triton_impl.addmm(bias, x, y, alpha=1.5, beta=0.5) + triton_impl.matmul(x, y)).sum()
+
+    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
+    inputs = [_randn(36), _randn(40, 20), _randn(20, 36)]
+    compiled(*inputs).backward()
+
+    def reference(bias, x, y):
+        return torch.addmm(bias, x, y, alpha=1.5, beta=0.5) + x @ y
+
+    _, ref_grads = _reference(reference, inputs, torch.ones(40, 36))
+    for tensor, ref_grad in zip(inputs, ref_grads, strict=True):
+        _assert_close(tensor.grad, ref_grad)
+
+
+@pytest.mark.parametrize("kernel_name", helion_impl.EPILOGUES)
+@pytest.mark.parametrize("bucket", ["small|nn", "large|nt", "large|tn"])
+def test_helion_tuning_candidates_generate_triton_code(kernel_name: str, bucket: str):
+    args = helion_tuning.tuning_args(kernel_name, bucket, torch.float16, "cpu")
+    assert helion_impl.bucket(*args[:2]) == bucket
+    bound = helion_impl.matmul_kernel.bind(args)
+    for config in helion_tuning.tuning_candidates(kernel_name, bucket):
+        assert "tl.dot" in bound.to_triton_code(config)
+
+
+def test_triton_autotune_keeps_128x128_tiles_for_narrow_n_on_the_h200(monkeypatch):
+    monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
+    operand = torch.empty(20120, 1536, dtype=torch.bfloat16)
+    kept = triton_configs.prune_by_smem(triton_configs.TMA_CONFIGS, operand, True, triton_configs.ROW_BIAS)
+    tiles = {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"]) for c in kept}
+    assert {(128, 128, 64), (128, 64, 64), (128, 256, 64)} <= tiles
+
+
+MATMUL_KEY = "matmul|bfloat16|large|nn"
+
+
+@pytest.mark.parametrize("kernel_name", ["addmm_1d", "addmm_2d"])
+def test_helion_addmm_falls_back_to_the_matmul_config_of_its_bucket(kernel_name: str):
+    keys = helion_impl.config_keys(kernel_name, torch.bfloat16, "large|nn")
+    own = f"{kernel_name}|bfloat16|large|nn"
+    assert keys == (own, MATMUL_KEY)
+    assert helion_configs.first_stored_key({MATMUL_KEY: {}}, keys) == MATMUL_KEY
+    assert helion_configs.first_stored_key({MATMUL_KEY: {}, own: {}}, keys) == own
+    assert helion_configs.first_stored_key({"matmul|bfloat16|large|nt": {}}, keys) is None
+    assert helion_impl.config_keys("matmul", torch.bfloat16, "large|nn") == (MATMUL_KEY,)
+
+
+def test_missing_config_error_names_the_preferred_key(tmp_path):
+    store = tmp_path / "helion_configs.json"
+    store.write_text(json.dumps({"configs": {MATMUL_KEY: {"block_sizes": [16, 16, 16]}}}))
+    keys = ("addmm_1d|float16|small|nn", "matmul|float16|small|nn")
+    with pytest.raises(helion_configs.MissingConfigError, match=r"addmm_1d\|float16\|small\|nn"):
+        helion_configs.stored_config(store, keys)
+    config = helion_configs.stored_config(store, ("addmm_1d|bfloat16|large|nn", MATMUL_KEY))
+    assert config.block_sizes == [16, 16, 16]
+
+
+@pytest.mark.parametrize("kernel_name", helion_impl.EPILOGUES)
+def test_helion_stored_matmul_configs_generate_code_for_every_epilogue(kernel_name: str):
+    stored = helion_configs.load_store(helion_impl.CONFIG_PATH)
+    args = helion_tuning.tuning_args(kernel_name, "small|nn", torch.float16, "cpu")
+    bound = helion_impl.matmul_kernel.bind(args)
+    matmul_keys = [key for key in stored if key.startswith("matmul|")]
+    assert matmul_keys
+    for key in matmul_keys:
+        assert "tl.dot" in bound.to_triton_code(helion.Config(**stored[key]))
