@@ -3,14 +3,14 @@
 Forward:  y = exp(x) (fp32 math, rounded to x's dtype).
 Backward: dx = dy * y, from the saved output.
 
-The kernels write into a given output.  A tensor whose length is not a multiple of
-``ALIGN`` runs as two calls, the aligned bulk and the short tail, so the bulk's accesses
-need no mask and stay 16 bytes wide (a masked tile whose bound is not a multiple of the
-vector width falls back to narrow accesses).
+The kernels write into a given output.  A flat tensor is split into its bulk, a multiple of
+``ALIGN`` elements, and the short tail; one launch walks both as two loops, so the bulk's
+tiles need no mask and its accesses stay 16 bytes wide (a masked tile whose bound is not a
+multiple of the vector width falls back to narrow accesses).
 
 Configs are tuned on the GPU by ``python run.py tune --op exp``
-(:mod:`operators.exp.helion_tuning`) and stored in ``helion_configs.json`` next to this file;
-the bucket is ``small`` below 2**20 elements, else ``large``.
+(:mod:`operators.exp.helion_tuning`) and stored in ``helion_configs.json`` next to this file,
+one block size per loop; the bucket is ``small`` below ``SMALL_LIMIT`` elements, else ``large``.
 """
 
 from __future__ import annotations
@@ -24,43 +24,54 @@ import torch
 from harness.tuning.configs import call_with_stored_config, config_key
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
-KERNEL_NAMES = ("exp_fwd", "exp_bwd")
 
 
 ALIGN = 16384
+SMALL_LIMIT = 2**18
 
 
 @helion.kernel(static_shapes=True)
-def exp_fwd(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """y = exp(x) over flat tensors (fp32 math)."""
+def exp_fwd(x: torch.Tensor, y: torch.Tensor, x_tail: torch.Tensor,
+            y_tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """y = exp(x) over the flat bulk and, in a second loop, tail (fp32 math); returns both outputs."""
     for tile in hl.tile(x.size(0)):
         y[tile] = torch.exp(x[tile].to(torch.float32)).to(y.dtype)
-    return y
+    for tile in hl.tile(x_tail.size(0)):
+        y_tail[tile] = torch.exp(x_tail[tile].to(torch.float32)).to(y_tail.dtype)
+    return y, y_tail
 
 
 @helion.kernel(static_shapes=True)
-def exp_bwd(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor) -> torch.Tensor:
-    """dx = dy * y over flat tensors (fp32 math)."""
+def exp_bwd(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor, dy_tail: torch.Tensor, y_tail: torch.Tensor,
+            dx_tail: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """dx = dy * y over the flat bulk and, in a second loop, tail (fp32 math); returns both outputs."""
     for tile in hl.tile(y.size(0)):
         dx[tile] = (dy[tile].to(torch.float32) * y[tile].to(torch.float32)).to(dx.dtype)
-    return dx
+    for tile in hl.tile(y_tail.size(0)):
+        dx_tail[tile] = (dy_tail[tile].to(torch.float32) * y_tail[tile].to(torch.float32)).to(dx_tail.dtype)
+    return dx, dx_tail
+
+
+KERNELS = {"exp_fwd": exp_fwd, "exp_bwd": exp_bwd}
 
 
 def bucket(numel: int) -> str:
     """The shape bucket whose stored config a tensor of ``numel`` elements uses."""
-    return "small" if numel < 2**20 else "large"
+    return "small" if numel < SMALL_LIMIT else "large"
+
+
+def split_at_bulk(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Each flat tensor's bulk (a multiple of ``ALIGN`` elements), then each one's tail, in order."""
+    n = tensors[0].numel()
+    bulk = n - n % ALIGN
+    return tuple(t[:bulk] for t in tensors) + tuple(t[bulk:] for t in tensors)
 
 
 def _run(name: str, *inputs: torch.Tensor) -> torch.Tensor:
-    """Run kernel ``name`` on flat ``inputs`` into a new output: aligned bulk, then tail."""
-    kernel = exp_fwd if name == "exp_fwd" else exp_bwd
+    """Run kernel ``name`` on flat ``inputs`` into a new output, bulk and tail in one launch."""
     out = torch.empty_like(inputs[0])
-    n = out.numel()
-    key = config_key(name, out.dtype, bucket(n))
-    bulk = n - n % ALIGN
-    for part in (slice(0, bulk), slice(bulk, n)):
-        if part.stop > part.start:
-            call_with_stored_config(kernel, CONFIG_PATH, key, *(t[part] for t in inputs), out[part])
+    key = config_key(name, out.dtype, bucket(out.numel()))
+    call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *split_at_bulk(*inputs, out))
     return out
 
 

@@ -34,7 +34,7 @@ def _check_exp_and_grad(exp, n: int) -> None:
     torch.testing.assert_close(x.grad, dy * x.detach().exp())
 
 
-@pytest.mark.parametrize("n", [1, 16383, 16385, 40000])
+@pytest.mark.parametrize("n", [1, 16383, 16384, 16385, 40000])
 def test_helion_bulk_and_tail_split_covers_every_element(n: int) -> None:
     from operators.exp.helion_impl import exp
 
@@ -68,3 +68,18 @@ def test_triton_custom_op_compiles_fullgraph_forward_and_backward() -> None:
     y.sum().backward()
     torch.testing.assert_close(y, 2 * x.detach().exp())
     torch.testing.assert_close(x.grad, 2 * x.detach().exp())
+
+
+def test_helion_runs_bulk_and_tail_in_one_launch_each_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    from operators.exp import helion_impl
+
+    calls = []
+    real = helion_impl.call_with_stored_config
+
+    def spy(kernel, store, key, *args):
+        calls.append(key)
+        return real(kernel, store, key, *args)
+
+    monkeypatch.setattr(helion_impl, "call_with_stored_config", spy)
+    _check_exp_and_grad(helion_impl.exp, helion_impl.ALIGN + 5)
+    assert calls == ["exp_fwd|float32|small", "exp_bwd|float32|small"]
