@@ -8,8 +8,9 @@ set-up (allocation, compilation, config loading) happens before it returns.
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -112,7 +113,8 @@ class BenchmarkOperator:
         self.device = device
         self.dtype = dtype
         self.options = options or {}
-        self._dy_cache: dict[tuple[Shape, ...], tuple[torch.Tensor, ...]] = {}
+        self._dy_cache: dict[Any, tuple[torch.Tensor, ...]] = {}
+        self._handed_out: list[tuple[Any, tuple[torch.Tensor, ...]]] | None = None
 
     @classmethod
     def add_options(cls, parser: Any) -> None:
@@ -165,29 +167,67 @@ class BenchmarkOperator:
         """Floating-point operations per call in ``mode`` (None: no model)."""
         return None
 
-    def tolerance(self, shape: Shape) -> tuple[float, float]:
-        """(rtol, atol) for comparing against the float64 reference."""
+    def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
+        """(rtol, atol) for comparing ``tensor`` (``output[i]``, or ``grad[i]`` of input ``i``)
+        against the float64 reference; operators give each tensor one from its own magnitude."""
         return DEFAULT_TOLERANCES[self.dtype]
+
+    def fresh_inputs(self, shape: Shape, seed: int) -> tuple[Any, ...] | None:
+        """Other inputs of ``shape`` for the check after timing (None: check on the same inputs).
+
+        The harness copies their values into each backend's own input tensors, so a backend
+        sees the tensors it was built with holding new values: a cached result fails.
+        """
+        devices = [torch.cuda.current_device()] if self.device == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(seed)
+            return self.make_inputs(shape)
 
     def skip_reason(self, backend: Backend) -> str | None:
         """Why ``backend`` cannot run with this device and dtype (None: it can)."""
         return None
 
     # --- backward -----------------------------------------------------------------------
-    def grad_outputs(self, outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        """One ``dy`` per output, drawn with a fixed seed and shared by every backend.
+    def grad_outputs(self, outputs: tuple[torch.Tensor, ...],
+                     fresh: bool = False) -> tuple[torch.Tensor, ...]:
+        """One ``dy`` per output, drawn with a fixed seed and the same for every backend.
 
         Drawn in the benchmark dtype and cast to each output's dtype, so the float64
-        reference sees exactly the values the backends see.
+        reference sees exactly the values the backends see.  Each call hands out copies of
+        its own, so a backend that writes into its ``dy`` cannot change another's; the harness
+        checks the copies it handed out afterwards (:meth:`changed_grad_outputs`).  ``fresh``
+        gives the second set, drawn with another seed, for the check after timing.
         """
-        key = tuple(tuple(o.shape) for o in outputs)
+        key = (tuple(tuple(o.shape) for o in outputs), fresh)
         if key not in self._dy_cache:
-            generator = torch.Generator(device=outputs[0].device).manual_seed(self.bwd_seed)
+            generator = torch.Generator(device=outputs[0].device).manual_seed(self.bwd_seed + int(fresh))
             self._dy_cache[key] = tuple(
                 torch.randn(o.shape, generator=generator, device=o.device).to(self.dtype)
                 for o in outputs
             )
-        return tuple(d.to(o.dtype) for d, o in zip(self._dy_cache[key], outputs, strict=True))
+        dys = tuple(d.to(o.dtype, copy=True) for d, o in zip(self._dy_cache[key], outputs, strict=True))
+        if self._handed_out is not None:
+            self._handed_out.append((key, dys))
+        return dys
+
+    @contextlib.contextmanager
+    def track_grad_outputs(self) -> Iterator[list[tuple[Any, tuple[torch.Tensor, ...]]]]:
+        """Collect, in the yielded list, every ``dy`` :meth:`grad_outputs` hands out inside the block."""
+        handed_out: list[tuple[Any, tuple[torch.Tensor, ...]]] = []
+        previous, self._handed_out = self._handed_out, handed_out
+        try:
+            yield handed_out
+        finally:
+            self._handed_out = previous
+
+    def changed_grad_outputs(self, handed_out: list[tuple[Any, tuple[torch.Tensor, ...]]]) -> str | None:
+        """Why a ``dy`` handed out (as collected by :meth:`track_grad_outputs`) no longer holds
+        its values, or None when every one is unchanged."""
+        for key, dys in handed_out:
+            for i, (dy, drawn) in enumerate(zip(dys, self._dy_cache[key], strict=True)):
+                if not torch.equal(dy, drawn.to(dy.dtype)):
+                    return f"dy of output[{i}] was modified in place by the backend"
+        return None
 
     def get_bwd_fn(self, fwd_output: Output) -> Callable[[], None]:
         """A callable running the backward of ``fwd_output`` on its retained graph."""

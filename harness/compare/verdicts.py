@@ -1,12 +1,21 @@
 """The verdict rules of ``run.py compare``: one verdict per (op, mode, dtype, x_val, backend).
 
-A baseline cell with an ok latency is, in this order of precedence: ``accuracy_lost`` (the
-current run lost an accuracy of 1), ``missing`` (no ok latency in the current run),
-``noisy`` (flagged on either side, or either side's repeat medians spread wider than the
-noise limit), and otherwise ``regression``, ``improvement`` or ``unchanged`` by the ratio of
-medians against the cell's threshold, confirmed by the bootstrap CI of the ratio and the
-Benjamini-Hochberg adjusted Mann-Whitney p-value when the two sides have enough repeats for
-that p-value to fall below alpha at all (else the ratio alone decides).
+A baseline cell with an ok latency is, in this order of precedence:
+
+* ``accuracy_lost``: the baseline had accuracy 1, the current run has 0 or its check failed;
+* ``accuracy_missing``: the baseline had accuracy 1, the current run has no accuracy for it;
+* ``missing``: no ok latency in the current run;
+* for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, or either side's
+  repeat medians spread wider than the noise limit): ``regression`` / ``improvement`` when the
+  ratio of medians is beyond the noisy threshold, else ``noisy``;
+* otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
+  ``1 + threshold`` and the lower end of its 95% bootstrap interval above ``1 + run noise``,
+  ``improvement`` for the mirror image, and ``unchanged`` for everything else.
+
+The run noise is the run-to-run variation that repeats within one run do not show: at least
+``--run-noise``, and, when the baseline is made of several runs, the spread of their medians.
+A cell that moves that much between runs of the same code needs a change past twice its run
+noise to get a verdict.
 """
 
 from __future__ import annotations
@@ -14,18 +23,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from harness.compare.stats import (
-    benjamini_hochberg,
-    median_ratio,
-    ratio_ci,
-    relative_spread,
-    slower_faster_p,
-    smallest_p,
-)
+from harness.compare.stats import ratio_ci, relative_spread
 from harness.report.results import Record
 
-VERDICTS = ("accuracy_lost", "regression", "missing", "improvement", "noisy", "unchanged")
-FAILING = ("accuracy_lost", "regression")
+VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "improvement", "noisy", "unchanged")
+FAILING = ("accuracy_lost", "accuracy_missing", "regression")
 SMALL_CELL_MS = 0.020
 
 CellKey = tuple[str, str, str, tuple[int, ...], str]
@@ -38,7 +40,8 @@ class Settings:
     threshold: float
     small_threshold: float
     noise: float
-    alpha: float
+    noisy_threshold: float
+    run_noise: float
     bootstrap_samples: int
 
     def threshold_for(self, baseline_ms: float) -> float:
@@ -75,7 +78,7 @@ class Row:
     cur_ms: float | None = None
     ratio: float | None = None
     ci: tuple[float, float] | None = None
-    p: float | None = None
+    run_noise: float | None = None
     note: str = ""
 
 
@@ -84,14 +87,18 @@ def _first_line(text: str | None) -> str:
     return lines[0][:120] if lines else "no message"
 
 
-def _lost_accuracy(base_acc: Record | None, cur_acc: Record | None) -> str | None:
-    """Why the current run lost the accuracy the baseline had, or None if it did not."""
-    if base_acc is None or cur_acc is None or base_acc.status != "ok" or base_acc.value != 1.0:
+def _accuracy_verdict(base_acc: Record | None, cur_acc: Record | None) -> tuple[str, str] | None:
+    """The accuracy verdict and its note when the current run lost the baseline's accuracy, else None."""
+    if base_acc is None or base_acc.status != "ok" or base_acc.value != 1.0:
         return None
+    if cur_acc is None:
+        return "accuracy_missing", "no accuracy record in current"
     if cur_acc.status == "error":
-        return f"accuracy check failed: {_first_line(cur_acc.error)}"
+        return "accuracy_lost", f"accuracy check failed: {_first_line(cur_acc.error)}"
     if cur_acc.status == "ok" and cur_acc.value == 0.0:
-        return cur_acc.note or "accuracy 0"
+        return "accuracy_lost", cur_acc.note or "accuracy 0"
+    if cur_acc.status == "skipped":
+        return "accuracy_missing", f"accuracy skipped in current: {_first_line(cur_acc.error)}"
     return None
 
 
@@ -104,56 +111,50 @@ def _missing(cur: Record | None) -> str | None:
     return None
 
 
-def _direction(ratio: float, threshold: float, slower_shown: bool, faster_shown: bool) -> str:
-    if ratio > 1 + threshold and slower_shown:
-        return "regression"
-    if ratio < 1 - threshold and faster_shown:
-        return "improvement"
-    return "unchanged"
+def _between_runs(runs: list[Side]) -> float:
+    """Half the relative range of the baseline runs' medians (0 for a single run)."""
+    medians = [run.median for run in runs]
+    return (max(medians) - min(medians)) / (2 * statistics.median(medians)) if len(medians) > 1 else 0.0
 
 
-def _screen(key: CellKey, base: Record, cur: Record | None, accuracy: tuple[Record | None, Record | None],
-            settings: Settings) -> tuple[Row, tuple[Side, Side] | None]:
-    """A cell's row; its verdict is final unless the sides come back for the statistical tests."""
-    base_side = Side.of(base)
-    row = Row(key, "unchanged", base_ms=base_side.median)
-    if reason := _lost_accuracy(*accuracy):
-        row.verdict, row.note = "accuracy_lost", reason
-        return row, None
-    if reason := _missing(cur):
+def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None, accuracy: tuple[Record | None, ...],
+                settings: Settings) -> Row:
+    base = Side([m for run in runs for m in run.medians], max((r.spread or 0.0) for r in runs),
+                next((r.flag for r in runs if r.flag), None))
+    row = Row(key, "unchanged", base_ms=base.median)
+    if lost := _accuracy_verdict(*accuracy):
+        row.verdict, row.note = lost
+        return row
+    if reason := _missing(cur_record):
         row.verdict, row.note = "missing", reason
-        return row, None
-    cur_side = Side.of(cur)
-    row.cur_ms, row.ratio = cur_side.median, median_ratio(base_side.medians, cur_side.medians)
-    flags = sorted({s.flag for s in (base_side, cur_side) if s.flag})
-    spread = max((s.spread for s in (base_side, cur_side) if s.spread is not None), default=0.0)
-    if flags:
-        row.verdict, row.note = "noisy", f"flagged: {', '.join(flags)}"
-    elif spread > settings.noise:
-        row.verdict, row.note = "noisy", f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%"
-    elif (lowest := smallest_p(len(base_side.medians), len(cur_side.medians))) >= settings.alpha:
-        row.verdict = _direction(row.ratio, settings.threshold_for(row.base_ms), True, True)
-        row.note = "no repeats: ratio only" if len(base_side.medians) == len(cur_side.medians) == 1 \
-            else f"too few repeats for p < {settings.alpha:g} (smallest p {lowest:.3g}): ratio only"
-    else:
-        return row, (base_side, cur_side)
-    return row, None
-
-
-def _decide_tested(tested: list[tuple[Row, Side, Side]], settings: Settings) -> None:
-    """Verdicts of the cells with enough repeats: ratio, bootstrap CI and BH-adjusted p-values."""
-    raw = [slower_faster_p(base.medians, cur.medians) for _, base, cur in tested]
-    slower_p = benjamini_hochberg([p for p, _ in raw])
-    faster_p = benjamini_hochberg([p for _, p in raw])
-    for (row, base, cur), p_slower, p_faster in zip(tested, slower_p, faster_p, strict=True):
-        row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
-        row.p = p_slower if row.ratio >= 1 else p_faster
-        threshold = settings.threshold_for(row.base_ms)
-        slower_shown = row.ci[0] > 1 and p_slower < settings.alpha
-        faster_shown = row.ci[1] < 1 and p_faster < settings.alpha
-        row.verdict = _direction(row.ratio, threshold, slower_shown, faster_shown)
-        if row.verdict == "unchanged" and abs(row.ratio - 1) > threshold:
-            row.note = "beyond threshold, not significant"
+        return row
+    cur = Side.of(cur_record)
+    row.cur_ms, row.ratio = cur.median, cur.median / base.median
+    threshold = settings.threshold_for(base.median)
+    flags = sorted({side.flag for side in (base, cur) if side.flag})
+    spread = max((side.spread for side in (base, cur) if side.spread is not None), default=0.0)
+    if flags or spread > settings.noise:
+        reason = f"flagged: {', '.join(flags)}" if flags else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%"
+        limit = max(threshold, settings.noisy_threshold)
+        if row.ratio > 1 + limit:
+            row.verdict, row.note = "regression", f"{reason}, but {row.ratio:.2f}x slower"
+        elif row.ratio < 1 / (1 + limit):
+            row.verdict, row.note = "improvement", f"{reason}, but {1 / row.ratio:.2f}x faster"
+        else:
+            row.verdict, row.note = "noisy", reason
+        return row
+    row.run_noise = max(settings.run_noise, _between_runs(runs))
+    limit = max(threshold, 2 * row.run_noise)
+    row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
+    if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:
+        row.verdict = "regression"
+    elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
+        row.verdict = "improvement"
+    elif abs(row.ratio - 1) > limit:
+        row.note = "beyond threshold, within the interval's run noise"
+    if len(base.medians) == 1 or len(cur.medians) == 1:
+        row.note = "; ".join(filter(None, [row.note, "no repeats on one side: ratio only"]))
+    return row
 
 
 def cells(records: list[Record], metric: str) -> dict[CellKey, Record]:
@@ -161,18 +162,24 @@ def cells(records: list[Record], metric: str) -> dict[CellKey, Record]:
     return {record.cell(): record for record in records if record.metric == metric}
 
 
-def judge(baseline: list[Record], current: list[Record], settings: Settings) -> list[Row]:
-    """Every baseline cell with an ok latency, judged; failing verdicts first, else in file order."""
+def judge(baselines: list[list[Record]], current: list[Record], settings: Settings) -> list[Row]:
+    """Every cell with an ok latency in the first baseline run, judged against the current run;
+    failing verdicts first, else in file order.  Later baseline runs add their repeats to a
+    cell and measure its run-to-run variation."""
     cur_latency = cells(current, "latency")
-    base_accuracy, cur_accuracy = cells(baseline, "accuracy"), cells(current, "accuracy")
-    rows, tested = [], []
-    for key, record in cells(baseline, "latency").items():
-        if record.status != "ok" or record.value is None or record.value <= 0:
+    base_accuracy, cur_accuracy = cells(baselines[0], "accuracy"), cells(current, "accuracy")
+    runs_by_cell = [cells(records, "latency") for records in baselines]
+    rows = []
+    for key, record in runs_by_cell[0].items():
+        if record.status != "ok" or record.value is None:
             continue
-        accuracy = (base_accuracy.get(key), cur_accuracy.get(key))
-        row, sides = _screen(key, record, cur_latency.get(key), accuracy, settings)
-        rows.append(row)
-        if sides is not None:
-            tested.append((row, *sides))
-    _decide_tested(tested, settings)
+        runs = [Side.of(run[key]) for run in runs_by_cell
+                if key in run and run[key].status == "ok" and run[key].value is not None]
+        rows.append(_judge_cell(key, runs, cur_latency.get(key), (base_accuracy.get(key), cur_accuracy.get(key)),
+                                settings))
     return sorted(rows, key=lambda r: VERDICTS.index(r.verdict))
+
+
+def noisy_share(rows: list[Row]) -> float:
+    """The share of judged cells that came out noisy."""
+    return sum(row.verdict == "noisy" for row in rows) / len(rows) if rows else 0.0

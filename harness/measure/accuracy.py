@@ -65,8 +65,9 @@ def _compare(name: str, actual: torch.Tensor | None, ref: torch.Tensor, dtype: t
 
 def compare_all(names: Sequence[str], actual: Sequence[torch.Tensor | None],
                 reference: Sequence[torch.Tensor], dtype: torch.dtype,
-                rtol: float, atol: float) -> AccuracyResult:
-    """Compare tensors pairwise; fails on the first failing pair, else reports the worst errors."""
+                tolerances: Sequence[tuple[float, float]]) -> AccuracyResult:
+    """Compare tensors pairwise, each with its own ``(rtol, atol)``; reports every failing pair
+    and the worst errors."""
     if len(actual) != len(reference):
         return AccuracyResult(
             False, float("nan"), float("nan"),
@@ -74,7 +75,7 @@ def compare_all(names: Sequence[str], actual: Sequence[torch.Tensor | None],
         )
     results = [
         _compare(name, got, want, dtype, rtol, atol)
-        for name, got, want in zip(names, actual, reference, strict=True)
+        for name, got, want, (rtol, atol) in zip(names, actual, reference, tolerances, strict=True)
     ]
     failed = [r for r in results if not r.passed]
     worst_abs = max((r.max_abs_err for r in results), default=0.0)

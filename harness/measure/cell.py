@@ -1,17 +1,19 @@
-"""One benchmark cell: a backend on one shape in one mode.
+"""One benchmark cell: a backend on one shape in one mode, and the checks that keep it honest.
 
-Building a cell runs the backend's set-up and first call, checks every output and input
-gradient against the float64 reference, and returns the callable the timer repeats.  Before
-that first call the harness poisons the allocator's free blocks of the output sizes with NaN
-(so an output a kernel never writes is caught), and after it checks that the inputs are
-unchanged.
+Building a cell runs the backend's set-up and first call and returns the callable the timer
+repeats.  The first call's outputs and input gradients are checked against the float64
+reference; after timing, the inputs are refilled with fresh values and one more call is
+checked against their own reference, so a backend that caches its first result, or is right
+once and then returns garbage, fails.  Before each checked call the allocator's free blocks of
+the output sizes are filled with NaN (an output a kernel never writes is caught); after the
+cell, its inputs and the ``dy`` it was handed must be unchanged.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -21,13 +23,36 @@ from harness.measure.measurement import Measurement
 from harness.measure.timing import Timer, synchronize
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
 
+Tolerance = Callable[[str], tuple[float, float]]
+"""(rtol, atol) of a compared tensor, by its name (``output[0]``, ``grad[1]``)."""
+
+
+@dataclass
+class Reference:
+    """Float64 outputs (forward modes) and input gradients (backward modes) of one set of inputs."""
+
+    outputs: list[torch.Tensor]
+    grads: list[torch.Tensor] = field(default_factory=list)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return self.outputs + self.grads
+
 
 @dataclass
 class Cell:
-    """A backend's callable for the chosen mode and what the timer runs before each call."""
+    """A backend's callables for the chosen mode, with what it was given and must leave unchanged.
+
+    ``timed`` is what the timer repeats and ``setup`` runs before each timed call; ``check``
+    runs the mode's call afresh on the cell's inputs (forward, and backward with ``dy``) and
+    returns the outputs, leaving the input gradients on the inputs.
+    """
 
     timed: Callable[[], object]
     setup: Callable[[], None]
+    check: Callable[[tuple[torch.Tensor, ...] | None], tuple[torch.Tensor, ...]]
+    inputs: list[Any]
+    first_outputs: tuple[torch.Tensor, ...]
+    dys: list[tuple[torch.Tensor, ...]]
 
 
 def error_text(exc: BaseException) -> str:
@@ -46,10 +71,11 @@ def _upcast(inputs: Sequence[Any], diff: list[int], needs_grad: bool) -> list[An
 
 
 def backend_inputs(inputs: Sequence[Any], diff: list[int], needs_grad: bool) -> list[Any]:
-    """The backend's own copies of the differentiable inputs, requiring grad per mode."""
+    """The backend's own copies of every tensor input; the differentiable ones require grad per mode."""
     out = list(inputs)
-    for i in diff:
-        out[i] = inputs[i].detach().clone().requires_grad_(needs_grad)
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            out[i] = x.detach().clone().requires_grad_(needs_grad and i in diff)
     return out
 
 
@@ -57,104 +83,137 @@ def _grads(inputs: Sequence[Any], diff: list[int]) -> list[torch.Tensor | None]:
     return [inputs[i].grad for i in diff]
 
 
-def compute_reference(op: BenchmarkOperator, inputs: Sequence[Any], mode: Mode) -> dict[str, Any]:
-    """Float64 outputs and input gradients of the operator's baseline on upcast inputs."""
+def compute_reference(op: BenchmarkOperator, inputs: Sequence[Any], mode: Mode,
+                      fresh: bool = False) -> Reference:
+    """Float64 outputs and input gradients of the operator's baseline on upcast inputs.
+
+    ``fresh`` uses the second set of ``dy`` (:meth:`BenchmarkOperator.grad_outputs`), the one
+    the check after timing runs with.
+    """
     diff = op.differentiable(inputs)
     upcast = _upcast(inputs, diff, mode.checks_grads)
     fn = getattr(op, op.baseline().method)(*upcast)
     outputs = as_tuple(fn())
-    reference: dict[str, Any] = {"outputs": [o.detach() for o in outputs]}
+    reference = Reference([o.detach() for o in outputs])
     if mode.checks_grads:
-        dys = [d.to(torch.float64) for d in op.grad_outputs(outputs)]
+        dys = [d.to(torch.float64) for d in op.grad_outputs(outputs, fresh=fresh)]
         torch.autograd.backward(outputs, dys)
-        reference["grads"] = [g.detach() for g in _grads(upcast, diff)]
+        reference.grads = [g.detach() for g in _grads(upcast, diff)]
     return reference
 
 
-def _poison_free_blocks(reference: dict[str, Any], dtype: torch.dtype) -> None:
+def poison_free_blocks(reference: Reference, dtype: torch.dtype) -> None:
     """Leave NaN-filled blocks of every output's size in the allocator's free pool."""
-    poison = [
-        torch.full(ref.shape, float("nan"), dtype=dtype, device=ref.device)
-        for ref in reference["outputs"] + reference.get("grads", [])
-    ]
+    poison = [torch.full(ref.shape, float("nan"), dtype=dtype, device=ref.device)
+              for ref in reference.tensors()]
     del poison
 
 
-def _inputs_unchanged(before: list[tuple[int, torch.Tensor]], inputs: Sequence[Any]) -> str | None:
-    for i, saved in before:
-        if not torch.equal(saved, inputs[i].detach()):
-            return f"input[{i}] was modified by the call"
-    return None
-
-
 def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff: list[int],
-               mode: Mode, reference: dict[str, Any], tolerance: tuple[float, float],
-               measurement: Measurement) -> Cell:
-    """Build the backend's callable, run it once and check it; fills ``measurement``."""
-    snapshot = [(i, x.detach().clone()) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
-    _poison_free_blocks(reference, op.dtype)
+               mode: Mode, reference: Reference, measurement: Measurement) -> Cell:
+    """Build the backend's callable and make its first call; records the first call's time."""
+    poison_free_blocks(reference, op.dtype)
     start = time.perf_counter()
-    fn = getattr(op, backend.method)(*inputs)
-    leaves = [inputs[i] for i in diff]
+    with op.track_grad_outputs() as dys:
+        fn = getattr(op, backend.method)(*inputs)
+        leaves = [inputs[i] for i in diff]
 
-    def clear_grads() -> None:
-        for leaf in leaves:
-            leaf.grad = None
+        def clear_grads() -> None:
+            for leaf in leaves:
+                leaf.grad = None
 
-    if mode is Mode.FWD_NO_GRAD:
-        def timed() -> object:
-            with torch.no_grad():
-                return fn()
-        cell = Cell(timed, lambda: None)
-        outputs = as_tuple(timed())
-    elif mode is Mode.FWD:
-        cell = Cell(fn, lambda: None)
-        outputs = as_tuple(fn())
-    elif mode is Mode.BWD:
-        outputs = as_tuple(fn())
-        backward = op.get_bwd_fn(outputs)
-        backward()
-        cell = Cell(backward, clear_grads)
-        # compile_time compares first and steady backward calls: one warm forward, timed now,
-        # comes off the first call (and this extra call itself is left out).
-        synchronize(op.device)
-        forward_start = time.perf_counter()
-        fn()
-        synchronize(op.device)
-        start += 2 * (time.perf_counter() - forward_start)
-    else:
-        outputs = as_tuple(fn())
-        dys = op.grad_outputs(outputs)
-        torch.autograd.backward(outputs, dys)
+        def check(fresh_dys: tuple[torch.Tensor, ...] | None) -> tuple[torch.Tensor, ...]:
+            clear_grads()
+            if mode is Mode.FWD_NO_GRAD:
+                with torch.no_grad():
+                    return as_tuple(fn())
+            outputs = as_tuple(fn())
+            if mode.checks_grads:
+                torch.autograd.backward(outputs, fresh_dys)
+            return outputs
 
-        def forward_backward() -> None:
-            torch.autograd.backward(as_tuple(fn()), dys)
-        cell = Cell(forward_backward, clear_grads)
+        if mode is Mode.FWD_NO_GRAD:
+            def timed() -> object:
+                with torch.no_grad():
+                    return fn()
+            cell = Cell(timed, lambda: None, check, inputs, as_tuple(timed()), dys)
+        elif mode is Mode.FWD:
+            cell = Cell(fn, lambda: None, check, inputs, as_tuple(fn()), dys)
+        elif mode is Mode.BWD:
+            outputs = as_tuple(fn())
+            backward = op.get_bwd_fn(outputs)
+            backward()
+            cell = Cell(backward, clear_grads, check, inputs, outputs, dys)
+            # compile_time compares first and steady backward calls: one warm forward, timed now,
+            # comes off the first call (and this extra call itself is left out).
+            synchronize(op.device)
+            forward_start = time.perf_counter()
+            fn()
+            synchronize(op.device)
+            start += 2 * (time.perf_counter() - forward_start)
+        else:
+            outputs = as_tuple(fn())
+            first_dys = op.grad_outputs(outputs)
+            torch.autograd.backward(outputs, first_dys)
+
+            def forward_backward() -> None:
+                torch.autograd.backward(as_tuple(fn()), first_dys)
+            cell = Cell(forward_backward, clear_grads, check, inputs, outputs, dys)
     synchronize(op.device)
     measurement.first_call_ms = (time.perf_counter() - start) * 1e3
-    measurement.accuracy = _check(op, mode, outputs, inputs, diff, reference, tolerance)
-    modified = _inputs_unchanged(snapshot, inputs)
-    if modified is not None:
-        result = measurement.accuracy
-        measurement.accuracy = AccuracyResult(False, result.max_abs_err, result.max_rel_err, modified)
     return cell
 
 
-def _check(op: BenchmarkOperator, mode: Mode, outputs: tuple[torch.Tensor, ...], inputs: list[Any],
-           diff: list[int], reference: dict[str, Any], tolerance: tuple[float, float]) -> AccuracyResult:
+def compare_cell(op: BenchmarkOperator, mode: Mode, outputs: tuple[torch.Tensor, ...], inputs: list[Any],
+                 diff: list[int], reference: Reference, tolerance: Tolerance) -> AccuracyResult:
+    """Compare a call's outputs (forward modes) and its inputs' gradients (backward modes) with
+    ``reference``."""
     names: list[str] = []
     actual: list[torch.Tensor | None] = []
     expected: list[torch.Tensor] = []
     if mode.checks_outputs:
-        names += [f"output[{i}]" for i in range(len(reference["outputs"]))]
+        names += [f"output[{i}]" for i in range(len(reference.outputs))]
         actual += list(outputs)
-        expected += reference["outputs"]
+        expected += reference.outputs
     if mode.checks_grads:
         names += [f"grad[{i}]" for i in diff]
         actual += _grads(inputs, diff)
-        expected += reference["grads"]
-    rtol, atol = tolerance
-    return compare_all(names, actual, expected, op.dtype, rtol, atol)
+        expected += reference.grads
+    return compare_all(names, actual, expected, op.dtype, [tolerance(name) for name in names])
+
+
+def changed_inputs(before: list[tuple[int, torch.Tensor]], inputs: Sequence[Any]) -> str | None:
+    """Why the inputs differ from their snapshot ``before``, or None when they are unchanged."""
+    for i, saved in before:
+        if not torch.equal(saved, inputs[i].detach()):
+            return f"input[{i}] was modified by the backend"
+    return None
+
+
+def snapshot(inputs: Sequence[Any]) -> list[tuple[int, torch.Tensor]]:
+    """Copies of the tensor inputs, to check later that the backend left them unchanged."""
+    return [(i, x.detach().clone()) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+
+
+def refill(inputs: Sequence[Any], fresh: Sequence[Any]) -> None:
+    """Copy the fresh inputs' values into the cell's own input tensors, in place."""
+    with torch.no_grad():
+        for x, new in zip(inputs, fresh, strict=True):
+            if isinstance(x, torch.Tensor):
+                x.copy_(new)
+
+
+def check_again(op: BenchmarkOperator, mode: Mode, cell: Cell, fresh: Sequence[Any], diff: list[int],
+                reference: Reference, tolerance: Tolerance) -> AccuracyResult:
+    """Refill the cell's inputs with ``fresh`` values and check one more call against their reference."""
+    refill(cell.inputs, fresh)
+    poison_free_blocks(reference, op.dtype)
+    with op.track_grad_outputs() as dys:
+        fresh_dys = op.grad_outputs(cell.first_outputs, fresh=True) if mode.checks_grads else None
+    outputs = cell.check(fresh_dys)
+    synchronize(op.device)
+    cell.dys.extend(dys)
+    return compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
 
 
 def peak_memory(cell: Cell) -> int:
@@ -171,3 +230,4 @@ def peak_memory(cell: Cell) -> int:
 def time_cell(cell: Cell, timer: Timer, measurement: Measurement) -> None:
     """One independent timing of the cell (one repeat), appended to ``measurement``."""
     measurement.repeats.append(timer.measure(cell.timed, cell.setup))
+

@@ -1,27 +1,35 @@
-"""Measure the backends of one shape in this process: inputs, float64 reference, cells, timings.
+"""Measure the backends of one shape in this process: inputs, float64 references, cells, timings.
 
-For each shape the runner draws fresh inputs, computes the float64 reference once (the
-operator's baseline on upcast inputs), then for each backend builds its cell (set-up, first
-call, accuracy check) and times it.  With ``repeats > 1`` every backend is built first and
-then timed ``repeats`` times, interleaving the backends within each repeat (rotating which
-goes first) so that clock and thermal drift hit all of them alike.
+For each shape the runner draws fresh inputs and computes the float64 reference once (the
+operator's baseline on upcast inputs), and a second set of inputs with its own reference for
+the check after timing.  Then for each backend it builds its cell (set-up, first call, check),
+times it when a metric needs timing, and checks it again.  With ``repeats > 1`` every backend
+is built first and then timed ``repeats`` times, interleaving the backends within each repeat
+(rotating which goes first) so that clock and thermal drift hit all of them alike.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from harness.measure.accuracy import AccuracyResult
 from harness.measure.cell import (
     Cell,
+    Reference,
     backend_inputs,
     build_cell,
+    changed_inputs,
+    check_again,
+    compare_cell,
     compute_reference,
     error_text,
     peak_memory,
+    snapshot,
     time_cell,
 )
 from harness.measure.measurement import Measurement
@@ -31,6 +39,29 @@ from harness.operator import Backend, Shape
 CellResult = tuple[str, Measurement, str | None]
 """A finished cell: backend name, its measurement, its error text (None when it ran)."""
 
+FRESH_SEED_OFFSET = 1_000_003
+"""The check after timing draws its inputs with the run's seed plus this."""
+
+
+@dataclass
+class ShapeInputs:
+    """What every backend of one shape is checked against."""
+
+    inputs: tuple[Any, ...]
+    reference: Reference
+    fresh: tuple[Any, ...]
+    fresh_reference: Reference
+    diff: list[int]
+
+
+@dataclass
+class BuiltCell:
+    """A backend's cell while it is being measured: the cell, its input snapshot, its checks."""
+
+    cell: Cell
+    before: list[tuple[int, torch.Tensor]]
+    checks: list[AccuracyResult]
+
 
 def _release(device: str) -> None:
     gc.collect()
@@ -38,60 +69,102 @@ def _release(device: str) -> None:
         torch.cuda.empty_cache()
 
 
+def _shape_inputs(sweep: Sweep, shape: Shape) -> ShapeInputs:
+    op, mode, seed = sweep.op, sweep.mode, sweep.settings.seed
+    torch.manual_seed(seed)
+    inputs = op.make_inputs(shape)
+    reference = compute_reference(op, inputs, mode)
+    fresh = op.fresh_inputs(shape, seed + FRESH_SEED_OFFSET) or inputs
+    fresh_reference = compute_reference(op, fresh, mode, fresh=True)
+    return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs))
+
+
+def _verdict(checks: list[AccuracyResult]) -> AccuracyResult:
+    """One accuracy result for the cell: the first failing check, with the worst errors of all."""
+    worst_abs = max(c.max_abs_err for c in checks)
+    worst_rel = max(c.max_rel_err for c in checks)
+    failed = next((c for c in checks if not c.passed), None)
+    return AccuracyResult(failed is None, worst_abs, worst_rel, None if failed is None else failed.reason)
+
+
+def _failure(reason: str) -> AccuracyResult:
+    return AccuracyResult(False, float("nan"), float("nan"), reason)
+
+
 def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator[CellResult]:
     """Measure backends ``names`` on one shape in this process, yielding each finished cell."""
     op, mode, settings = sweep.op, sweep.mode, sweep.settings
     by_name = {b.name: b for b in op.backends()}
-    torch.manual_seed(settings.seed)
     try:
-        inputs = op.make_inputs(shape)
+        given = _shape_inputs(sweep, shape)
     except Exception as exc:  # noqa: BLE001 - reported on every cell of the shape
         for name in names:
-            yield name, Measurement(), f"inputs failed: {error_text(exc)}"
+            yield name, Measurement(), f"inputs or reference failed: {error_text(exc)}"
         return
-    try:
-        reference = compute_reference(op, inputs, mode)
-    except Exception as exc:  # noqa: BLE001 - reported on every cell of the shape
-        for name in names:
-            yield name, Measurement(), f"reference failed: {error_text(exc)}"
-        return
-    diff = op.differentiable(inputs)
     tolerance = sweep.tolerance(shape)
     timer = sweep.timer()
     measurements = {name: Measurement() for name in names}
     errors: dict[str, str] = {}
-    cells: dict[str, tuple[Cell, list[Any]]] = {}
+    cells: dict[str, BuiltCell] = {}
     label = f"{op.name} {mode.value} {op.x_val(shape)}"
 
     def build(name: str, backend: Backend) -> None:
-        local = backend_inputs(inputs, diff, mode.needs_grad)
+        local = backend_inputs(given.inputs, given.diff, mode.needs_grad)
+        before = snapshot(local)
         try:
-            cell = build_cell(op, backend, local, diff, mode, reference, tolerance, measurements[name])
+            cell = build_cell(op, backend, local, given.diff, mode, given.reference, measurements[name])
+            first = compare_cell(op, mode, cell.first_outputs, local, given.diff, given.reference, tolerance)
+            cells[name] = BuiltCell(cell, before, [first])
+            check_unchanged(cells[name])
             if op.device == "cuda" and "peak_mem" in settings.metrics:
                 measurements[name].peak_mem_bytes = peak_memory(cell)
-            cells[name] = (cell, local)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes that cell's error
             errors[name] = error_text(exc)
+            cells.pop(name, None)
+
+    def check_unchanged(built: BuiltCell) -> None:
+        for reason in (changed_inputs(built.before, built.cell.inputs),
+                       op.changed_grad_outputs(built.cell.dys)):
+            if reason is not None:
+                built.checks.append(_failure(reason))
 
     def time_once(name: str) -> None:
         try:
-            time_cell(cells[name][0], timer, measurements[name])
+            time_cell(cells[name].cell, timer, measurements[name])
         except Exception as exc:  # noqa: BLE001
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.
             errors[name] = error_text(exc)
             measurements[name].repeats.clear()
-            del cells[name]
+            measurements[name].accuracy = _verdict(cells.pop(name).checks)
 
-    if settings.repeats == 1:
+    def finish(name: str) -> CellResult:
+        """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""
+        built = cells.pop(name, None)
+        if built is not None:
+            check_unchanged(built)
+            try:
+                again = check_again(op, mode, built.cell, given.fresh, given.diff, given.fresh_reference,
+                                    tolerance)
+            except Exception as exc:  # noqa: BLE001
+                errors[name] = f"check after timing failed: {error_text(exc)}"
+            else:
+                reason = None if again.passed else f"on fresh inputs after timing: {again.reason}"
+                built.checks.append(AccuracyResult(again.passed, again.max_abs_err, again.max_rel_err,
+                                                   reason))
+                built.before = [(i, x) for i, x in enumerate(given.fresh) if isinstance(x, torch.Tensor)]
+                check_unchanged(built)
+            measurements[name].accuracy = _verdict(built.checks)
+        return name, measurements[name], errors.get(name)
+
+    if settings.repeats == 1 or not sweep.timed:
         for name in names:
             sweep.progress(f"{label} {name}")
             build(name, by_name[name])
-            if name in cells:
+            if name in cells and sweep.timed:
                 time_once(name)
-                cells.pop(name, None)
+            yield finish(name)
             _release(op.device)
-            yield name, measurements[name], errors.get(name)
         return
     for name in names:
         sweep.progress(f"{label} {name} (build)")
@@ -102,7 +175,6 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
             if name in cells:
                 sweep.progress(f"{label} {name} (repeat {repeat + 1}/{settings.repeats})")
                 time_once(name)
-    cells.clear()
+    results = [finish(name) for name in names]
     _release(op.device)
-    for name in names:
-        yield name, measurements[name], errors.get(name)
+    yield from results

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.timing import Timer, make_timer
 from harness.operator import BenchmarkOperator, Mode, Shape
+from harness.report.metrics import METRICS
 from harness.settings import RunSettings, TimerSettings
 
 
@@ -25,12 +26,22 @@ class Sweep:
     ceilings: DeviceCeilings = field(default_factory=lambda: DeviceCeilings(None, None, None))
     progress: Callable[[str], None] = field(default=lambda _: None)
 
-    def tolerance(self, shape: Shape) -> tuple[float, float]:
-        """The operator's (rtol, atol) for ``shape``, with the command line's overrides."""
-        rtol, atol = self.op.tolerance(shape)
+    def tolerance(self, shape: Shape) -> Callable[[str], tuple[float, float]]:
+        """The operator's (rtol, atol) of each compared tensor of ``shape``, with the command line's
+        overrides."""
         settings = self.settings
-        return (settings.rtol if settings.rtol is not None else rtol,
-                settings.atol if settings.atol is not None else atol)
+
+        def of(tensor: str) -> tuple[float, float]:
+            rtol, atol = self.op.tolerance(shape, tensor)
+            return (settings.rtol if settings.rtol is not None else rtol,
+                    settings.atol if settings.atol is not None else atol)
+
+        return of
+
+    @property
+    def timed(self) -> bool:
+        """Whether any metric asked for needs the cells timed (else only their checks run)."""
+        return any(METRICS[name].needs_timing for name in self.settings.metrics)
 
     def timer(self) -> Timer:
         """The run's timer (one per process and timer settings, so the L2 flush buffer is shared)."""

@@ -6,15 +6,17 @@ backends are the gemm kernels with their fused epilogue (:mod:`operators.gemm`).
 
 Inputs and tolerance follow the gemm operator: ``mat1`` and ``mat2`` are drawn so that the
 product and both of its gradients have the typical magnitude ``T = sqrt(M * N / K)``, and
-``bias`` is ``randn * T``.  The output and the matrices' gradients are then at most about
-``T * max(1, |alpha|, |beta|)`` in size, the magnitude handed to
-:func:`operators.gemm.operator.matmul_tolerance`.  (The gradient of a 1-D bias, ``beta`` times
-a column sum of ``dy``, is about ``|beta| * sqrt(M)``; a plain sum with fp32 accumulation, it
-is accurate to ``rtol``.)
+``bias`` is ``randn * T``.  Each compared tensor gets its tolerance from its own typical size
+(:meth:`AddmmOperator.expected_magnitude`, handed to
+:func:`operators.gemm.operator.matmul_tolerance`): the output ``T * hypot(alpha, beta)``, the
+matrices' gradients ``|alpha| * T``, and the bias gradient ``|beta|`` times ``sqrt(M)`` for a
+1-D bias (a column sum of ``dy``) or times 1 for a 2-D one.  So a gradient that ignores
+``alpha`` or ``beta`` fails even when the other scale is much larger.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -99,9 +101,18 @@ class AddmmOperator(BenchmarkOperator):
         # The matmuls' flops; scaling and adding the bias (a few per output element) is negligible.
         return matmul_flops(shape, mode)
 
-    def tolerance(self, shape: Shape) -> tuple[float, float]:
-        scale = max(1.0, abs(self.alpha), abs(self.beta))
-        return matmul_tolerance(self.device, self.dtype, scale * typical_magnitude(*shape))
+    def expected_magnitude(self, shape: Shape, tensor: str) -> float:
+        """The typical size of a compared tensor's entries (see the module docstring)."""
+        m, _, _ = shape
+        product = typical_magnitude(*shape)
+        if tensor == "output[0]":
+            return product * math.hypot(self.alpha, self.beta)
+        if tensor == "grad[0]":
+            return abs(self.beta) * (1.0 if self.full_bias else math.sqrt(m))
+        return abs(self.alpha) * product
+
+    def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
+        return matmul_tolerance(self.device, self.dtype, self.expected_magnitude(shape, tensor))
 
     def skip_reason(self, backend: Backend) -> str | None:
         return interpreter_bf16_skip(self.device, self.dtype, backend)

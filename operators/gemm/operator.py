@@ -128,7 +128,7 @@ class GemmOperator(BenchmarkOperator):
     def flops(self, shape: Shape, mode: Mode) -> int:
         return matmul_flops(shape, mode)
 
-    def tolerance(self, shape: Shape) -> tuple[float, float]:
+    def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
         return matmul_tolerance(self.device, self.dtype, typical_magnitude(*shape))
 
     def skip_reason(self, backend: Backend) -> str | None:

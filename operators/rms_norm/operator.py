@@ -83,7 +83,7 @@ class RMSNormOperator(BenchmarkOperator):
         # About 4 flops per element forward (square, sum, scale twice), 8 backward.
         return m * n * {Mode.FWD: 4, Mode.FWD_NO_GRAD: 4, Mode.BWD: 8, Mode.FWD_BWD: 12}[mode]
 
-    def tolerance(self, shape: Shape) -> tuple[float, float]:
+    def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
         rtol, _ = DEFAULT_TOLERANCES[self.dtype]
         return rtol, rtol * math.sqrt(shape[0])
 

@@ -53,6 +53,29 @@ class FaultyExp(ExpOperator):
     def slow_backward(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         return lambda: _SleepInBackward.apply(torch.exp(x))
 
+    @register_benchmark()
+    def caches_first_result(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        cache: list[torch.Tensor] = []
+
+        def cached() -> torch.Tensor:
+            if not cache:
+                cache.append(torch.exp(x))
+            return cache[0]
+        return cached
+
+    @register_benchmark()
+    def right_once(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        calls = []
+
+        def once() -> torch.Tensor:
+            calls.append(1)
+            return torch.exp(x) if len(calls) == 1 else torch.empty_like(x)
+        return once
+
+    @register_benchmark()
+    def scales_dy_in_place(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: _ScaleGradInPlace.apply(torch.exp(x))
+
 
 class _SleepInBackward(torch.autograd.Function):
     """Identity whose backward sleeps 20 ms: a bwd timing that missed it would read far less."""
@@ -65,6 +88,19 @@ class _SleepInBackward(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
         time.sleep(0.02)
         return grad
+
+
+class _ScaleGradInPlace(torch.autograd.Function):
+    """Identity whose backward doubles the incoming gradient in place, then returns half of it."""
+
+    @staticmethod
+    def forward(ctx, y: torch.Tensor) -> torch.Tensor:
+        return y.view_as(y)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad.mul_(2.0)
+        return grad / 2.0
 
 
 class WrongWeightGradient(RMSNormOperator):
@@ -104,24 +140,24 @@ def test_missing_gradient_fails_backward_accuracy() -> None:
 
 def test_compare_all_reports_shape_mismatch() -> None:
     result = compare_all(["y"], [torch.ones(3)], [torch.ones(4, dtype=torch.float64)],
-                         torch.float32, 1e-4, 1e-5)
+                         torch.float32, [(1e-4, 1e-5)])
     assert not result.passed and "shape" in result.reason
 
 
 def test_compare_all_passes_within_tolerance_and_keeps_errors() -> None:
     ref = torch.linspace(1, 2, 100, dtype=torch.float64)
-    result = compare_all(["y"], [(ref * (1 + 1e-6)).float()], [ref], torch.float32, 1e-4, 1e-5)
+    result = compare_all(["y"], [(ref * (1 + 1e-6)).float()], [ref], torch.float32, [(1e-4, 1e-5)])
     assert result.passed
     assert 0 < result.max_rel_err < 1e-5
 
 
 def test_non_finite_reference_must_be_matched_exactly() -> None:
     ref = torch.tensor([float("inf"), float("nan"), -float("inf"), 1.0], dtype=torch.float64)
-    same = compare_all(["y"], [ref.float()], [ref], torch.float32, 1e-4, 1e-5)
+    same = compare_all(["y"], [ref.float()], [ref], torch.float32, [(1e-4, 1e-5)])
     assert same.passed
     for wrong in ([1.0, float("nan"), -float("inf"), 1.0], [float("inf"), 5.0, -float("inf"), 1.0],
                   [float("inf"), float("nan"), float("inf"), 1.0]):
-        result = compare_all(["y"], [torch.tensor(wrong)], [ref], torch.float32, 1e-4, 1e-5)
+        result = compare_all(["y"], [torch.tensor(wrong)], [ref], torch.float32, [(1e-4, 1e-5)])
         assert not result.passed and "non-finite" in result.reason
 
 
@@ -144,8 +180,8 @@ def test_every_gradient_is_checked_not_only_the_first() -> None:
 
 def test_tolerance_boundary() -> None:
     ref = torch.linspace(1, 2, 100, dtype=torch.float64)
-    just_outside = compare_all(["y"], [(ref * (1 + 3e-4)).float()], [ref], torch.float32, 1e-4, 1e-5)
-    just_inside = compare_all(["y"], [(ref * (1 + 3e-5)).float()], [ref], torch.float32, 1e-4, 1e-5)
+    just_outside = compare_all(["y"], [(ref * (1 + 3e-4)).float()], [ref], torch.float32, [(1e-4, 1e-5)])
+    just_inside = compare_all(["y"], [(ref * (1 + 3e-5)).float()], [ref], torch.float32, [(1e-4, 1e-5)])
     assert not just_outside.passed and just_inside.passed
 
 
@@ -158,24 +194,24 @@ def test_rtol_override_loosens_the_check() -> None:
 def test_reference_outputs_and_gradients_are_float64() -> None:
     op = RMSNormOperator("cpu", torch.float32)
     reference = compute_reference(op, op.make_inputs((8, 200)), Mode.BWD)
-    tensors = list(reference["outputs"]) + list(reference["grads"])
-    assert len(reference["grads"]) == 2
+    tensors = reference.tensors()
+    assert len(reference.grads) == 2
     assert all(t.dtype == torch.float64 for t in tensors)
 
 
-def test_output_blocks_are_poisoned_before_every_backend_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_blocks_are_poisoned_before_every_checked_call(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = harness.measure.cell._poison_free_blocks
+    real = harness.measure.cell.poison_free_blocks
 
     def spy(reference: dict, dtype: torch.dtype) -> None:
         calls.append(reference)
         real(reference, dtype)
 
-    monkeypatch.setattr(harness.measure.cell, "_poison_free_blocks", spy)
+    monkeypatch.setattr(harness.measure.cell, "poison_free_blocks", spy)
     op = FaultyExp("cpu", torch.float32)
     run_cells(op, Mode.BWD, (300,), ["accuracy"], ["eager", "off_by_one_percent"])
-    assert len(calls) == 2
-    assert all(len(ref["outputs"]) == 1 and len(ref["grads"]) == 1 for ref in calls)
+    assert len(calls) == 4, "the first call and the call on fresh inputs, for each backend"
+    assert all(len(ref.outputs) == 1 and len(ref.grads) == 1 for ref in calls)
 
 
 def test_exception_becomes_cell_error_and_sweep_goes_on() -> None:
@@ -196,3 +232,50 @@ def test_bwd_times_the_backward_and_fwd_does_not() -> None:
     assert bwd[("slow_backward", "latency")].value >= 20.0
     assert fwd[("slow_backward", "latency")].value < 5.0
 
+
+
+@pytest.mark.parametrize("mode", [Mode.FWD, Mode.FWD_NO_GRAD])
+@pytest.mark.parametrize("backend", ["caches_first_result", "right_once"])
+def test_a_result_that_is_right_only_on_the_first_call_fails(mode: Mode, backend: str) -> None:
+    op = FaultyExp("cpu", torch.float32)
+    cells = run_cells(op, mode, (500,), ["accuracy", "latency"], ["eager", backend])
+    assert cells[("eager", "accuracy")].value == 1.0
+    accuracy = cells[(backend, "accuracy")]
+    assert accuracy.value == 0.0 and "on fresh inputs after timing" in accuracy.note
+
+
+@pytest.mark.parametrize("backend", ["caches_first_result", "right_once"])
+def test_a_forward_backward_right_only_on_the_first_call_fails(backend: str) -> None:
+    # Its timed calls already break autograd: the cell fails with that error.
+    op = FaultyExp("cpu", torch.float32)
+    cells = run_cells(op, Mode.FWD_BWD, (500,), ["accuracy", "latency"], ["eager", backend])
+    assert cells[(backend, "latency")].status == "error" or cells[(backend, "accuracy")].value == 0.0
+
+
+@pytest.mark.parametrize("metrics", [["accuracy"], ["accuracy", "latency"]])
+def test_a_result_cached_from_the_first_call_fails_without_timing_too(metrics: list[str]) -> None:
+    op = FaultyExp("cpu", torch.float32)
+    cells = run_cells(op, Mode.FWD, (500,), metrics, ["eager", "caches_first_result"])
+    assert cells[("caches_first_result", "accuracy")].value == 0.0
+
+
+@pytest.mark.parametrize("mode", [Mode.BWD, Mode.FWD_BWD])
+def test_a_backward_that_writes_into_dy_fails_and_the_next_backend_does_not(mode: Mode) -> None:
+    names = ["eager", "scales_dy_in_place", "triton"]
+    cells = run_cells(FaultyExp("cpu", torch.float32), mode, (300,), ["accuracy", "latency"], names)
+    culprit = cells[("scales_dy_in_place", "accuracy")]
+    assert culprit.value == 0.0 and "dy of output[0] was modified in place" in culprit.note
+    assert cells[("eager", "accuracy")].value == 1.0 and cells[("triton", "accuracy")].value == 1.0
+
+
+def test_grad_outputs_hands_out_copies_with_the_same_values() -> None:
+    op = FaultyExp("cpu", torch.float32)
+    outputs = (torch.empty(10),)
+    with op.track_grad_outputs() as handed_out:
+        first, second = op.grad_outputs(outputs), op.grad_outputs(outputs)
+    assert torch.equal(first[0], second[0]) and first[0].data_ptr() != second[0].data_ptr()
+    assert op.changed_grad_outputs(handed_out) is None
+    first[0].add_(1.0)
+    assert op.changed_grad_outputs(handed_out) == "dy of output[0] was modified in place by the backend"
+    fresh = op.grad_outputs(outputs, fresh=True)
+    assert not torch.equal(fresh[0], second[0])

@@ -8,7 +8,7 @@ import argparse
 import pytest
 import torch
 
-from harness.operator import Mode
+from harness.operator import Mode, register_benchmark
 from harness.report.results import read_json
 from operators.addmm.operator import AddmmOperator
 from tests.helpers import (
@@ -21,6 +21,38 @@ from tests.helpers import (
 )
 
 KERNEL_BACKENDS = ["eager", "triton", "helion"]
+
+
+class _AddmmGradientsOf(torch.autograd.Function):
+    """``beta * bias + alpha * mat1 @ mat2`` with the backward's gradients ``grads(dy, mat1, mat2)``."""
+
+    @staticmethod
+    def forward(ctx, bias, mat1, mat2, alpha, beta, grads):
+        ctx.save_for_backward(mat1, mat2)
+        ctx.bias_shape, ctx.grads = bias.shape, grads
+        return torch.addmm(bias, mat1, mat2, alpha=alpha, beta=beta)
+
+    @staticmethod
+    def backward(ctx, dy):
+        mat1, mat2 = ctx.saved_tensors
+        grad_bias, grad_mat1, grad_mat2 = ctx.grads(dy, mat1, mat2)
+        return grad_bias.sum_to_size(ctx.bias_shape), grad_mat1, grad_mat2, None, None, None
+
+
+class FaultyAddmm(AddmmOperator):
+    """addmm with backends whose gradients drop ``alpha`` or ``beta``."""
+
+    @register_benchmark()
+    def zero_grad_mat1(self, bias, mat1, mat2):
+        alpha, beta = self.alpha, self.beta
+        return lambda: _AddmmGradientsOf.apply(bias, mat1, mat2, alpha, beta, lambda dy, a, b: (
+            beta * dy, torch.zeros_like(a), alpha * a.T @ dy))
+
+    @register_benchmark()
+    def bias_grad_ignores_beta(self, bias, mat1, mat2):
+        alpha, beta = self.alpha, self.beta
+        return lambda: _AddmmGradientsOf.apply(bias, mat1, mat2, alpha, beta, lambda dy, a, b: (
+            dy, alpha * dy @ b.T, alpha * a.T @ dy))
 SCALED_2D = {"bias": "2d", "alpha": 1.5, "beta": -0.5}
 
 
@@ -86,3 +118,15 @@ def test_run_py_end_to_end_with_options(tmp_path) -> None:
     assert header["options"] == SCALED_2D
     shown = run_cli("show", str(tmp_path / "addmm.json"))
     assert "operator options: alpha=1.5, beta=-0.5, bias=2d" in shown.stdout.splitlines()
+
+
+@pytest.mark.parametrize(("options", "backend"), [
+    ({"alpha": 0.001, "beta": 1.0}, "zero_grad_mat1"),
+    ({"bias": "2d", "alpha": 1.0, "beta": 0.9}, "bias_grad_ignores_beta"),
+])
+def test_each_gradient_is_checked_against_its_own_magnitude(options: dict, backend: str) -> None:
+    # bf16 and a large T = sqrt(M * N / K): a tolerance from the largest scale would pass both.
+    op = FaultyAddmm("cpu", torch.bfloat16, options)
+    cells = run_cells(op, Mode.BWD, (256, 256, 8), ["accuracy"], ["eager", backend])
+    assert cells[("eager", "accuracy")].value == 1.0
+    assert cells[(backend, "accuracy")].value == 0.0

@@ -65,7 +65,7 @@ def test_tolerance_allows_tf32_on_cuda_and_scales_atol_with_magnitude() -> None:
     assert matmul_tolerance("cuda", torch.float32, 10.0) == pytest.approx((5e-3, 5e-2))
     assert matmul_tolerance("cuda", torch.bfloat16, 1.0) == pytest.approx((2e-2, 2e-2))
     op = GemmOperator("cpu", torch.float16)
-    assert op.tolerance((400, 100, 25)) == pytest.approx((5e-3, 5e-3 * 40))
+    assert op.tolerance((400, 100, 25), "output[0]") == pytest.approx((5e-3, 5e-3 * 40))
 
 
 def test_flop_and_byte_models() -> None:
