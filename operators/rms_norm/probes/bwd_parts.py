@@ -7,17 +7,24 @@ main kernels alone, the ``torch`` sum and cast they were followed by, its own su
 (``rms_norm_dw_sum``) and the Triton sum on Helion's partial rows.  A copy of the bytes the
 model counts is timed as the ceiling::
 
-    python results/h200/rms_norm/probe_bwd_parts.py --out parts.json [--shape M,N]
+    python -m operators.rms_norm.probes.bwd_parts --out parts.json [--shape M,N]
 """
 
 from __future__ import annotations
 
 import torch
-from probe_common import DTYPE, bwd_inputs, probe_parser, shapes_from, start_gpu_timing, write_records
 
-from harness.timing import CudaTimer
+from harness.measure.timing import CudaTimer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
+from operators.rms_norm.probes.common import (
+    DTYPE,
+    bwd_inputs,
+    probe_parser,
+    shapes_from,
+    start_gpu_timing,
+    write_records,
+)
 
 SHAPES = ((4096, 4096), (4096, 8192), (4096, 16384), (4096, 32768), (16384, 8192), (32768, 4096))
 
@@ -41,8 +48,7 @@ def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[lis
         "helion_main": lambda: helion_impl.bwd_partials(dy, x, weight, rstd),
         "helion_torch_sum_cast": lambda: h_partial.sum(0).to(weight.dtype),
         "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
-        "helion_dw_sum": lambda: helion_impl._run("rms_norm_dw_sum", x, h_partial, weight,
-                                                  rows=h_partial.size(0)),
+        "helion_dw_sum": lambda: helion_impl.sum_partial_rows(h_partial, weight, x.dtype),
     }
     checked = ("triton_sum_old_tile", "triton_sum_new_tile", "helion_torch_sum_cast",
                "helion_partial_triton_sum", "helion_dw_sum")

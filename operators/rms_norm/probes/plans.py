@@ -2,14 +2,14 @@
 
 For each shape of the rms_norm CUDA sweep this times every candidate :class:`FwdPlan` and
 :class:`BwdPlan` (block rows, warps, pipelining stages, persistent or fixed grids, one-pass
-or split backward), checks each result against a float32 reference, and times
+or two-pass backward), checks each result against a float32 reference, and times
 ``dst.copy_(src)`` over the bytes the operator's model counts, so each plan is read against
 the copy at its own size as well as against large-copy bandwidth.  The forward also times
 Helion's kernel with its stored config, the same-run reference for the Triton plans.  Writes
 one JSON record per timing and prints the best plans (the one-row candidates were the
 fixed-width kernel until session 8 removed it; they are now looped plans, probe 30)::
 
-    python results/h200/rms_norm/probe_plans.py --out probe.json --budget-s 200 [--shape M,N] [--mode bwd]
+    python -m operators.rms_norm.probes.plans --out probe.json --budget-s 200 [--shape M,N] [--mode bwd]
 """
 
 from __future__ import annotations
@@ -21,64 +21,55 @@ from collections.abc import Iterator
 
 import torch
 import triton
-from probe_common import probe_parser, shapes_from, start_gpu_timing, write_records
-from sass_fwd_compare import helion_style_fwd
 
-from harness.timing import CudaTimer
+from harness.measure.timing import CudaTimer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.operator import CUDA_SHAPES, EPS
+from operators.rms_norm.probes.common import probe_parser, shapes_from, start_gpu_timing, write_records
+from operators.rms_norm.triton_plans import BwdKernel, BwdPlan, FwdPlan
 
 DTYPE = torch.bfloat16
 MAX_PREFETCH_BYTES = 160 * 1024
 HELION = "helion (stored config)"
-HELION_STYLE = "helion-style triton"
 
 
 def values_per_thread(block_m: int, block_n: int, warps: int) -> float:
     return block_m * block_n / (32 * warps)
 
 
-def fwd_candidates(n: int) -> Iterator[impl.FwdPlan]:
+def fwd_candidates(n: int) -> Iterator[FwdPlan]:
     block_n = triton.next_power_of_2(n)
     for block_m, warps in itertools.product((1, 2, 4), (4, 8, 16, 32)):
         if not 8 <= values_per_thread(block_m, block_n, warps) <= 64:
             continue
-        yield impl.FwdPlan(block_m, warps)
+        yield FwdPlan(block_m, warps)
         if 2 * block_m * block_n * 2 <= MAX_PREFETCH_BYTES:
-            yield impl.FwdPlan(block_m, warps, 2, persistent=True)
+            yield FwdPlan(block_m, warps, 2, persistent=True)
         if block_m == 1 and block_n >= 2048:
-            yield impl.FwdPlan(1, warps, chunk=min(block_n // 2, 32 * warps * 8))
+            yield FwdPlan(1, warps, chunk=min(block_n // 2, 32 * warps * 8))
 
 
-def bwd_candidates(n: int) -> Iterator[impl.BwdPlan]:
+def bwd_candidates(n: int) -> Iterator[BwdPlan]:
     block_n = triton.next_power_of_2(n)
     if block_n <= 16384:
         for block_m, warps in itertools.product((1, 2), (4, 8, 16, 32)):
             if not 4 <= values_per_thread(block_m, block_n, warps) <= 32:
                 continue
             for stages, rows in ((2, None), (1, None), (2, 16), (1, 16), (1, 32)):
-                yield impl.BwdPlan("one_pass", block_m, block_n, warps, stages, rows_per_program=rows)
+                yield BwdPlan(BwdKernel.ONE_PASS, block_m, block_n, warps, stages, rows_per_program=rows)
             for rows in (None, 32):
-                yield impl.BwdPlan("one_pass_prefetch", block_m, block_n, warps, rows_per_program=rows)
+                yield BwdPlan(BwdKernel.ONE_PASS_PREFETCH, block_m, block_n, warps, rows_per_program=rows)
     if block_n >= 16384:
         for (block_m, stripe, warps), rows in itertools.product(
             ((8, 1024, 8), (4, 1024, 4), (4, 2048, 8), (16, 512, 8), (8, 512, 4)), (128, 256, 512)
         ):
-            yield impl.BwdPlan("split", block_m, stripe, warps, rows_per_program=rows)
+            yield BwdPlan(BwdKernel.TWO_PASS, block_m, stripe, warps, rows_per_program=rows)
 
 
 def helion_fwd(x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor]:
     """Helion's forward with its stored config, as a one-output tuple like the Triton launches'."""
     return (helion_impl.rms_norm(x, weight, EPS),)
-
-
-def helion_style_launch(x: torch.Tensor, weight: torch.Tensor, num_warps: int) -> tuple[torch.Tensor]:
-    """``sass_fwd_compare.helion_style_fwd`` (Helion's generated forward, as Triton) on one row a program."""
-    y = torch.empty_like(x)
-    rstd = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
-    helion_style_fwd[(x.shape[0],)](x, weight, y, rstd, EPS, N=x.shape[1], num_warps=num_warps)
-    return (y,)
 
 
 def copy_ms(timer: CudaTimer, nbytes: int) -> float:
@@ -119,10 +110,6 @@ def main() -> None:
                  for plan in dict.fromkeys([default, *plans])}
         if mode == "fwd":
             calls[HELION] = functools.partial(helion_fwd, x, weight)
-            if n == triton.next_power_of_2(n):
-                for warps in (16, 32):
-                    label = f"{HELION_STYLE} {warps} warps"
-                    calls[label] = functools.partial(helion_style_launch, x, weight, warps)
         for label, call in calls.items():
             if time.monotonic() > deadline:
                 break
@@ -140,7 +127,7 @@ def main() -> None:
                 record["error"] = f"{type(exc).__name__}: {exc}"[:300]
             records.append(record)
         timed = [r for r in records if r["mode"] == mode and r["shape"] == [m, n] and "ms" in r]
-        done = [r for r in timed if not r["plan"].startswith(("helion", HELION_STYLE))]
+        done = [r for r in timed if not r["plan"].startswith("helion")]
         if done:
             best = min(done, key=lambda r: r["ms"])
             base = next((r for r in done if r["default"]), best)

@@ -1,8 +1,8 @@
 """Without a GPU: every default rms_norm backward launch of the one-pass kernels compiles for
 sm_90 (the H100 and H200) and fits an SM's shared memory.
 
-Run in a process of its own by ``tests/test_rms_norm_gpu.py``, as the test session has set
-Triton up for its CPU interpreter, whose kernels cannot be compiled.  Compiles each default
+Run in a process of its own by ``tests/operators/test_rms_norm_triton.py``, as the test session
+has set Triton up for its CPU interpreter, whose kernels cannot be compiled.  Compiles each default
 ``bwd_plan`` for widths 1024-16384 and bf16, fp16 and fp32 with Triton's own compiler and
 ptxas; prints each plan's shared memory; exits 1 when one does not compile or needs more
 than 227 KiB (the most a block may have on sm_90).

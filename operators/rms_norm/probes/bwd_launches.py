@@ -8,7 +8,7 @@ gradients reset before each call).  Gradients are checked against float64 in eve
 With ``--timeline`` it also prints each kernel of three autograd backwards at the first
 shape, with the device gap before it, from ``torch.profiler``::
 
-    python results/h200/rms_norm/probe_bwd_launches.py --out launches.json --timeline
+    python -m operators.rms_norm.probes.bwd_launches --out launches.json --timeline
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from __future__ import annotations
 import functools
 
 import torch
-from probe_common import (
+
+from harness.measure.timing import L2Flusher
+from operators.rms_norm import helion_impl, triton_impl
+from operators.rms_norm.operator import EPS
+from operators.rms_norm.probes.common import (
     DTYPE,
     bwd_inputs,
     check_and_time,
@@ -25,10 +29,6 @@ from probe_common import (
     start_gpu_timing,
     write_records,
 )
-
-from harness.timing import L2Flusher
-from operators.rms_norm import helion_impl, triton_impl
-from operators.rms_norm.operator import EPS
 
 SHAPES = ((4096, 8192), (16384, 8192), (32768, 4096), (4096, 4096), (4096, 16384), (4096, 32768))
 

@@ -7,7 +7,7 @@ reads ``x`` a second time mostly from L2, runs ahead of the whole-row kernels at
 inductor's code of the same structure does.  Each variant's ``y`` and ``rstd`` are checked
 against float64, then timed against the copy bandwidth measured at the start::
 
-    python results/h200/rms_norm/probe_fwd_looped.py --out fwd_looped.json [--shape M,N]
+    python -m operators.rms_norm.probes.fwd_looped --out fwd_looped.json [--shape M,N]
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ import functools
 
 import torch
 import triton
-from probe_common import (
+
+from operators.compile_support import compiled
+from operators.rms_norm import triton_impl
+from operators.rms_norm.operator import EPS, llama_rms_norm
+from operators.rms_norm.probes.common import (
     check_and_time_fwd,
     fwd_inputs,
     probe_parser,
@@ -26,12 +30,9 @@ from probe_common import (
     write_records,
 )
 
-from operators.compile_support import compiled
-from operators.rms_norm import triton_impl
-from operators.rms_norm.operator import EPS, llama_rms_norm
-
 SHAPES = ((4096, 16384), (4096, 8192), (4096, 32768), (16384, 8192), (32768, 4096), (4096, 4096),
           (4096, 5120), (4096, 2048), (4096, 1024))
+
 
 def looped_plans(width: int) -> list[triton_impl.FwdPlan]:
     """One-stage loops over chunks of 512-8192 values, at most half a row, 4-32 warps holding

@@ -7,7 +7,7 @@ with a register prefetch (probe 23); the forward's persistent plans had been tim
 stages deep (probes 7-8).  For each shape this times every candidate :class:`FwdPlan`, with
 ``y`` and ``rstd`` checked against float64, against the copy bandwidth measured at the start::
 
-    python results/h200/rms_norm/probe_fwd_stages.py --out fwd_stages.json [--shape M,N]
+    python -m operators.rms_norm.probes.fwd_stages --out fwd_stages.json [--shape M,N]
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from __future__ import annotations
 import functools
 
 import triton
-from probe_common import (
+
+from operators.rms_norm import triton_impl
+from operators.rms_norm.operator import EPS
+from operators.rms_norm.probes.common import (
     check_and_time_fwd,
     fwd_inputs,
     probe_parser,
@@ -24,9 +27,6 @@ from probe_common import (
     time_same_bytes_copy,
     write_records,
 )
-
-from operators.rms_norm import triton_impl
-from operators.rms_norm.operator import EPS
 
 SHAPES = ((4096, 16384), (4096, 8192), (4096, 32768), (16384, 8192), (32768, 4096))
 

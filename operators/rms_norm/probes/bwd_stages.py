@@ -9,13 +9,15 @@ each shape this times every candidate :class:`BwdPlan`'s main kernel alone and w
 the partial-``dw`` sum), against the copy bandwidth measured at the start, with ``dx`` and
 ``dw`` checked against float64::
 
-    python results/h200/rms_norm/probe_bwd_stages.py --out stages.json [--shape M,N]
+    python -m operators.rms_norm.probes.bwd_stages --out stages.json [--shape M,N]
 """
 
 from __future__ import annotations
 
 import triton
-from probe_common import (
+
+from operators.rms_norm import triton_impl
+from operators.rms_norm.probes.common import (
     DTYPE,
     bwd_inputs,
     probe_parser,
@@ -24,29 +26,28 @@ from probe_common import (
     time_main_and_whole,
     write_records,
 )
-
-from operators.rms_norm import triton_impl
+from operators.rms_norm.triton_plans import BwdKernel, BwdPlan
 
 SHAPES = ((4096, 8192), (16384, 8192), (4096, 5120), (4096, 4096), (32768, 4096), (4096, 16384))
 
 CANDIDATES = {
     8192: [
-        triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=3),
-        triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=4),
-        triton_impl.BwdPlan("one_pass", 1, 8192, 16, num_stages=3, rows_per_program=32),
-        triton_impl.BwdPlan("one_pass", 1, 8192, 32, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 8192, 16, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 8192, 16, num_stages=4),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 8192, 16, num_stages=3, rows_per_program=32),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 8192, 32, num_stages=3),
     ],
     16384: [
-        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 32, rows_per_program=32),
-        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 16, num_stages=3),
-        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 32, num_stages=3),
-        triton_impl.BwdPlan("one_pass_kept", 1, 16384, 16, num_stages=2),
+        BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 16384, 32, rows_per_program=32),
+        BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 16384, 16, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 16384, 32, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 16384, 16, num_stages=2),
     ],
     4096: [
-        triton_impl.BwdPlan("one_pass", 1, 4096, 16, num_stages=3),
-        triton_impl.BwdPlan("one_pass", 1, 4096, 8, num_stages=3),
-        triton_impl.BwdPlan("one_pass", 1, 4096, 16, num_stages=4),
-        triton_impl.BwdPlan("one_pass", 2, 4096, 16, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 4096, 16, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 4096, 8, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 4096, 16, num_stages=4),
+        BwdPlan(BwdKernel.ONE_PASS, 2, 4096, 16, num_stages=3),
     ],
 }
 """Plans by padded width, timed after the default plan of each shape."""
@@ -61,7 +62,7 @@ def main() -> None:
         inputs = bwd_inputs(m, n)
         default = triton_impl.bwd_plan(m, n, DTYPE)
         for label, plan in [("default", default)] + [
-            (f"{p.kernel} stages{p.num_stages} w{p.num_warps} m{p.block_m} rows{p.rows_per_program}", p)
+            (f"{p.kernel.value} stages{p.num_stages} w{p.num_warps} m{p.block_m} rows{p.rows_per_program}", p)
             for p in CANDIDATES[triton.next_power_of_2(n)]
         ]:
             record = {"shape": [m, n], "variant": label, "plan": repr(plan), "copy_gbps": copy_gbps}

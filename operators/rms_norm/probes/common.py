@@ -13,8 +13,10 @@ import json
 
 import torch
 
-from harness.device import measure_copy_gbps, prepare_backends
-from harness.timing import CudaTimer
+from harness.device import prepare_backends
+from harness.measure.ceilings import measure_copy_gbps
+from harness.measure.timing import CudaTimer
+from harness.settings import TimerSettings
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
 
@@ -39,7 +41,7 @@ def start_gpu_timing() -> tuple[CudaTimer, float]:
     """Prepare the CUDA backends; return the probes' timer and the copy bandwidth it measures (GB/s)."""
     prepare_backends("cuda")
     timer = CudaTimer(warmup_ms=5, rep_ms=25)
-    return timer, measure_copy_gbps("cuda", timer.warmup_ms, timer.rep_ms)
+    return timer, measure_copy_gbps("cuda", TimerSettings(timer.warmup_ms, timer.rep_ms))
 
 
 def write_records(path: str, records: list[dict]) -> None:
