@@ -142,6 +142,7 @@ FWD_KERNELS: dict[FwdStrategy, str] = {
 
 BWD_KERNELS: dict[BwdStrategy, tuple[str, ...]] = {
     BwdStrategy.ROW_BLOCKS: ("rms_norm_bwd",),  # one row a step, whatever the width
+    BwdStrategy.ONE_ROW: ("rms_norm_bwd",),
     BwdStrategy.PREFETCH: ("rms_norm_bwd",),  # its stored configs pipeline the row loop instead
     BwdStrategy.STAGED: ("rms_norm_bwd",),  # pipelined as its stored config says
     BwdStrategy.WHOLE_ROW: ("rms_norm_bwd",),

@@ -44,7 +44,7 @@ _SUM_ROWS_TILE = 4096
 
 @triton.jit
 def _rms_norm_fwd_kernel(
-    x_ptr, w_ptr, y_ptr, rstd_ptr, M, N, eps,
+    x_ptr, w_ptr, y_ptr, rstd_ptr, M, N: tl.constexpr, eps,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """Normalize blocks of ``BLOCK_M`` rows, taking blocks ``pid, pid + programs, ...``.
@@ -97,14 +97,15 @@ def _rms_norm_fwd_looped_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.conste
 
 @triton.jit
 def _rms_norm_bwd_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """One-pass backward over blocks of ``BLOCK_M`` whole rows, strided across programs.
 
     Per row: ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``.
     The program's ``sum(dy * xhat)`` over its rows is fp32 row ``pid`` of ``dw_partial``
-    [programs, N].  ``BLOCK_N >= N``; the row loop has ``NUM_STAGES`` pipeline stages.
+    [programs, N].  ``BLOCK_N >= N``; the row loop has ``NUM_STAGES`` pipeline stages.  ``N`` is
+    compiled in, so rows whose width is a multiple of 8 but not 16 still load 16 bytes at a time.
     """
     let_dw_sum_launch()
     pid = tl.program_id(0)

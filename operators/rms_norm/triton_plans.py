@@ -114,6 +114,11 @@ def _row_blocks_plan(block_n: int) -> BwdPlan:
     return BwdPlan(BwdKernel.ONE_PASS, block_m, block_n, num_warps, num_stages=2)
 
 
+def _one_row_plan(block_n: int) -> BwdPlan:
+    """One row a step with 4 warps (Helion's tuned geometry), the 2048-wide row loop three stages deep."""
+    return BwdPlan(BwdKernel.ONE_PASS, 1, block_n, 4, num_stages=3 if block_n >= 2048 else 1)
+
+
 FWD_PLANS: dict[FwdStrategy, Callable[[int], FwdPlan]] = {
     FwdStrategy.WHOLE_ROWS: lambda n: FwdPlan(*_tile(triton.next_power_of_2(n), values_per_thread=32,
                                                       min_tile=4096)),  # tiles of 4096+ values
@@ -127,6 +132,7 @@ _TWO_PASS_PLAN = BwdPlan(BwdKernel.TWO_PASS, block_m=4, block_n=1024, num_warps=
 
 BWD_PLANS: dict[BwdStrategy, Callable[[int], BwdPlan]] = {
     BwdStrategy.ROW_BLOCKS: _row_blocks_plan,  # the plain kernel on blocks of rows, two stages
+    BwdStrategy.ONE_ROW: _one_row_plan,  # the plain kernel, one row a step, many programs per SM
     BwdStrategy.PREFETCH: lambda block_n: BwdPlan(BwdKernel.ONE_PASS_PREFETCH, 1, block_n, 16),  # probe 7
     BwdStrategy.STAGED: lambda _: BwdPlan(BwdKernel.ONE_PASS, 1, 8192, 16, num_stages=4),  # probe 23
     BwdStrategy.WHOLE_ROW: lambda _: BwdPlan(BwdKernel.ONE_PASS, 1, 16384, 16),
@@ -159,11 +165,11 @@ _resident_programs: dict[tuple, int] = {}
 
 
 def _specialization(arg: object) -> object:
-    """What Triton specializes a compiled kernel on: tensor dtypes, ints equal to 1 or 0 mod 16."""
+    """What a compiled kernel may depend on: tensor dtypes, and ints exactly (some are constexprs)."""
     if isinstance(arg, torch.Tensor):
         return arg.dtype
     if isinstance(arg, int):
-        return arg == 1, arg % 16 == 0
+        return arg
     return type(arg)
 
 

@@ -24,7 +24,7 @@ _ROW_DOT_BLOCK_N = 4096
 
 @triton.jit
 def _rms_norm_bwd_prefetch_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """The one-pass backward with the next block of rows loaded into registers ahead of use.
@@ -83,7 +83,7 @@ def _fp32_again(v):
 
 @triton.jit
 def _rms_norm_bwd_kept_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N,
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
     BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     """One-pass backward, one row a step strided over the grid, ``x`` and ``dy`` kept in their dtype.

@@ -45,6 +45,8 @@ def main() -> int:
             plan = triton_impl.bwd_plan(4096, width, dtype)
             kernel, meta = triton_impl.one_pass_kernel(plan)
             num_warps = meta.pop("num_warps")
+            if any(param.name == "N" and param.is_constexpr for param in kernel.params):
+                meta["N"] = width
             label = f"{dtype} {width}: {plan}"
             try:
                 compiled = triton.compile(ASTSource(kernel, signature(kernel, dtype), constexprs=meta),

@@ -1,8 +1,10 @@
-"""rms_norm's kernel choices by shape: both backends decide what commit bc65cd0 decided.
+"""rms_norm's kernel choices by shape: both backends decide what ``rms_norm_decisions.json`` says.
 
-``rms_norm_decisions.json`` was written once from bc65cd0's ``triton_impl`` and ``helion_impl``
-(before the strategy table): per (dtype, M, N), Triton's forward and backward plans, the
-Triton launches those plans make, and the Helion kernels with their stored-config keys.
+The file holds, per (dtype, M, N), Triton's forward and backward plans, the Triton launches
+those plans make, and the Helion kernels with their stored-config keys.  It was first written
+from bc65cd0's code (before the strategy table), to show the restructure changed no decision;
+a change of a decision on purpose rewrites it (``python -m tests.operators.test_rms_norm_strategy``)
+and says why in ``results/h200/rms_norm/NOTES.md``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def triton_launches(monkeypatch: pytest.MonkeyPatch, m: int, n: int, dtype: torc
     return [fwd, launches]
 
 
+def launch_digest(launches: list) -> str:
+    return hashlib.sha256(json.dumps(launches, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def plan_fields(plan: object) -> list:
     """A plan's fields, a backward kernel by its name at bc65cd0 (the two-pass kernel was "split")."""
     fields = list(dataclasses.astuple(plan))
@@ -72,22 +78,21 @@ def helion_keys(m: int, n: int, dtype: torch.dtype) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("row", ROWS, ids=row_id)
-def test_triton_plans_are_those_of_bc65cd0(row: list) -> None:
+def test_triton_plans_are_the_recorded_ones(row: list) -> None:
     dtype_name, m, n, fwd, bwd = row[:5]
     assert plan_fields(triton_impl.fwd_plan(m, n)) == fwd
     assert plan_fields(triton_impl.bwd_plan(m, n, DTYPES[dtype_name])) == bwd
 
 
 @pytest.mark.parametrize("row", ROWS, ids=row_id)
-def test_triton_launches_are_those_of_bc65cd0(monkeypatch: pytest.MonkeyPatch, row: list) -> None:
+def test_triton_launches_are_the_recorded_ones(monkeypatch: pytest.MonkeyPatch, row: list) -> None:
     dtype_name, m, n = row[:3]
     launches = triton_launches(monkeypatch, m, n, DTYPES[dtype_name])
-    digest = hashlib.sha256(json.dumps(launches, sort_keys=True).encode()).hexdigest()[:16]
-    assert digest == row[7], launches
+    assert launch_digest(launches) == row[7], launches
 
 
 @pytest.mark.parametrize("row", ROWS, ids=row_id)
-def test_helion_kernels_and_config_keys_are_those_of_bc65cd0(row: list) -> None:
+def test_helion_kernels_and_config_keys_are_the_recorded_ones(row: list) -> None:
     dtype_name, m, n = row[:3]
     dtype = DTYPES[dtype_name]
     assert helion_keys(m, n, dtype) == row[5]
@@ -99,3 +104,28 @@ def test_each_backend_maps_every_strategy_to_its_kernels() -> None:
     assert set(triton_plans.BWD_PLANS) == set(helion_impl.BWD_KERNELS) == set(strategy.BwdStrategy)
     assert {rule.strategy for rule in strategy.BWD_RULES} == set(strategy.BwdStrategy)
     assert all(rule.reason for rule in strategy.FWD_RULES + strategy.BWD_RULES)
+
+
+def _rewrite(commit: str) -> None:
+    """Write the decisions of the current code for every recorded (dtype, M, N)."""
+    rows = []
+    for dtype_name, m, n, *_ in ROWS:
+        dtype = DTYPES[dtype_name]
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            digest = launch_digest(triton_launches(monkeypatch, m, n, dtype))
+        rows.append([dtype_name, m, n, plan_fields(triton_impl.fwd_plan(m, n)),
+                     plan_fields(triton_impl.bwd_plan(m, n, dtype)), helion_keys(m, n, dtype),
+                     helion_tuning.kernels_for_width(n, dtype), digest])
+    lines = ",\n".join(f"  {json.dumps(row)}" for row in rows)
+    text = (f'{{\n "commit": {json.dumps(commit)},\n "fields": {json.dumps(DECISIONS["fields"])},\n'
+            f' "rows": [\n{lines}\n ]\n}}\n')
+    Path(__file__).with_name("rms_norm_decisions.json").write_text(text)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    _rewrite(sys.argv[1] if len(sys.argv) > 1 else "working tree")
