@@ -1,7 +1,8 @@
 """Triton's one-pass backward with its row loop pipelined three and four stages deep, against
 the default plans at 4096 and 8192 wide, and the kept-input kernel at 16384 wide on a
 persistent grid, pipelined (added after probe 26, where Helion's kernel of that shape ran
-6% ahead of it).
+6% ahead of it); with ``--narrow``, one row a step against blocks of rows at 1024 and 2048
+wide (prediction 27).
 
 Helion's 8192-wide backward ran 6% faster with one row a step and a three-stage inner loop
 (probe 22), a depth the Triton plans had never been timed at (probe 7 stopped at two).  For
@@ -29,6 +30,7 @@ from operators.rms_norm.probes.common import (
 from operators.rms_norm.triton_plans import BwdKernel, BwdPlan
 
 SHAPES = ((4096, 8192), (16384, 8192), (4096, 5120), (4096, 4096), (32768, 4096), (4096, 16384))
+NARROW_SHAPES = ((4096, 1024), (2048, 1024), (4096, 2048), (16384, 1024))
 
 CANDIDATES = {
     8192: [
@@ -43,6 +45,23 @@ CANDIDATES = {
         BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 16384, 32, num_stages=3),
         BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 16384, 16, num_stages=2),
     ],
+    1024: [
+        BwdPlan(BwdKernel.ONE_PASS, 2, 1024, 8, num_stages=2),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 1024, 4, num_stages=2),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 1024, 4, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 1024, 4, rows_per_program=4),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 1024, 4, rows_per_program=8),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 1024, 2),
+        BwdPlan(BwdKernel.ONE_PASS_PREFETCH, 1, 1024, 4),
+    ],
+    2048: [
+        BwdPlan(BwdKernel.ONE_PASS, 1, 2048, 8, num_stages=2),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 2048, 4),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 2048, 4, num_stages=2),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 2048, 4, rows_per_program=8),
+        BwdPlan(BwdKernel.ONE_PASS, 1, 2048, 8, num_stages=3),
+        BwdPlan(BwdKernel.ONE_PASS_PREFETCH, 1, 2048, 4),
+    ],
     4096: [
         BwdPlan(BwdKernel.ONE_PASS, 1, 4096, 16, num_stages=3),
         BwdPlan(BwdKernel.ONE_PASS, 1, 4096, 8, num_stages=3),
@@ -55,10 +74,11 @@ CANDIDATES = {
 
 def main() -> None:
     parser = probe_parser(__doc__, ", ".join(f"{m}x{n}" for m, n in SHAPES))
+    parser.add_argument("--narrow", action="store_true", help="the rows 1024 and 2048 wide instead")
     args = parser.parse_args()
     timer, copy_gbps = start_gpu_timing()
     records = []
-    for m, n in shapes_from(args.shape, SHAPES):
+    for m, n in shapes_from(args.shape, NARROW_SHAPES if args.narrow else SHAPES):
         inputs = bwd_inputs(m, n)
         default = triton_impl.bwd_plan(m, n, DTYPE)
         for label, plan in [("default", default)] + [
