@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from tabulate import tabulate
 
 from harness.cli.args import UsageError, check_writable, validate_choices
 from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
@@ -35,7 +36,14 @@ from harness.settings import RunSettings, TimerSettings
 
 def _print_lists(args: argparse.Namespace) -> bool:
     if args.list_ops:
-        print("\n".join(operator_names()))
+        rows = []
+        for name in operator_names():
+            op = load_operator(name)
+            group = build_parser().add_argument_group(name)
+            op.add_options(group)
+            options = " ".join(action.option_strings[0] for action in group._group_actions)
+            rows.append([name, op.x_val_label, (op.__doc__ or "").strip().splitlines()[0], options])
+        print(tabulate(rows, headers=["op", "x_val", "what", "options"]))
         return True
     if args.list_metrics:
         for name, metric in METRICS.items():

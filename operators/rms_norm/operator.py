@@ -57,7 +57,7 @@ class RMSNormOperator(BenchmarkOperator):
     """RMS norm over the last dim; x_val is (M, N)."""
 
     name = "rms_norm"
-    helion_tuning = "operators.rms_norm.helion_impl"
+    helion_tuning = "operators.rms_norm.helion_tuning"
     x_val_label = "MxN"
 
     def default_shapes(self) -> list[Shape]:
