@@ -167,6 +167,12 @@ class BenchmarkOperator:
         """Floating-point operations per call in ``mode`` (None: no model)."""
         return None
 
+    def traffic(self, shape: Shape, mode: Mode) -> dict[str, int] | None:
+        """:meth:`bytes_moved` split by traffic pattern (``copy``, ``read2_write1``, ``read``), which
+        ``pct_peak`` reads against the bandwidth measured for each; by default all of it ``copy``."""
+        nbytes = self.bytes_moved(shape, mode)
+        return None if nbytes is None else {"copy": nbytes}
+
     def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
         """(rtol, atol) for comparing ``tensor`` (``output[i]``, or ``grad[i]`` of input ``i``)
         against the float64 reference; operators give each tensor one from its own magnitude."""

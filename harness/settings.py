@@ -23,16 +23,18 @@ class TimerSettings:
     warmup_ms: float
     rep_ms: float
     cudagraph: bool = False
+    flush: str = "clean"
+    """How L2 is flushed before each CUDA sample: ``clean`` (a read pass) or ``dirty`` (a write)."""
 
     @classmethod
     def default(cls, device: str, warmup_ms: float | None = None, rep_ms: float | None = None,
-                cudagraph: bool = False) -> TimerSettings:
+                cudagraph: bool = False, flush: str = "clean") -> TimerSettings:
         """The device's default budgets, with any of them overridden."""
         cuda = device == "cuda"
         return cls(
             warmup_ms=(CUDA_WARMUP_MS if cuda else CPU_WARMUP_MS) if warmup_ms is None else warmup_ms,
             rep_ms=(CUDA_REP_MS if cuda else CPU_REP_MS) if rep_ms is None else rep_ms,
-            cudagraph=cudagraph,
+            cudagraph=cudagraph, flush=flush,
         )
 
 
@@ -50,6 +52,7 @@ class RunSettings:
     atol: float | None = None
     isolate: bool = False
     timeout_s: float | None = None
+    startup_timeout_s: float = 600.0
     plugins: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -69,4 +72,7 @@ class RunSettings:
             "repeats": self.repeats,
             "options": self.options,
             "timer": dataclasses.asdict(self.timer),
+            "tolerance": {"rtol": self.rtol, "atol": self.atol},
+            "isolate": self.isolate,
+            "seed": self.seed,
         }

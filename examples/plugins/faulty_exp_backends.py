@@ -67,3 +67,32 @@ def fails_in_second_repeat(self, x):
             raise RuntimeError("device lost (simulated)")
         return torch.exp(x)
     return flaky
+
+
+@register_benchmark(operator="exp")
+def hangs_after_first_call(self, x):
+    """Right on its first call, then hangs: a hang while timing (``--timeout``)."""
+    calls = 0
+
+    def call():
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            time.sleep(600)
+        return torch.exp(x)
+    return call
+
+
+@register_benchmark(operator="exp")
+def slow_setup(self, x):
+    """Takes 3 s to set up (as a compile would), then runs fast: within ``--startup-timeout``."""
+    time.sleep(3)
+    return lambda: torch.exp(x)
+
+
+@register_benchmark(operator="exp")
+def poisons_context(self, x):
+    """Fails with the message of a sticky CUDA error, as an out-of-bounds kernel would on a GPU."""
+    def fail():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
+    return fail

@@ -11,6 +11,8 @@ from harness.registry import register_operator
 
 @register_operator
 class Scale2(BenchmarkOperator):
+    """Doubling a vector; x_val is the number of elements."""
+
     name = "scale2"
     x_val_label = "numel"
 

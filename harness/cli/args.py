@@ -80,6 +80,9 @@ def check_writable(path: Path | None) -> None:
         return
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name")
+    existing = next(parent for parent in path.absolute().parents if parent.exists())
+    if not existing.is_dir():
+        raise UsageError(f"cannot write {path} ({existing} is not a folder)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".opbench-check-"):

@@ -1,23 +1,25 @@
-"""``run.py compare BASELINE.json CURRENT.json``: the CI performance-regression gate.
+"""``run.py compare BASELINE.json [BASELINE.json ...] CURRENT.json``: the CI performance-regression gate.
 
-Every cell (op, mode, dtype, x_val, backend) with an ok latency in BASELINE gets a verdict:
+Every cell (op, mode, dtype, x_val, backend) with an ok latency in the first BASELINE gets a
+verdict (``harness.compare.verdicts`` gives the rules):
 
-  accuracy_lost  baseline accuracy 1, current accuracy 0 (or its accuracy check errored)
-  missing        absent from CURRENT, or its latency failed or was skipped there
-  noisy          flagged on either side (e.g. below_physical_floor), or the spread of either
-                 side's repeat medians (half p20-p80 over the median; without repeats, the
-                 cell's sample spread) is above --noise
-  regression     ratio = median(current) / median(baseline) above 1 + threshold, the 95%
-                 bootstrap CI of the ratio above 1, and the Benjamini-Hochberg adjusted
-                 one-sided Mann-Whitney U p-value below --alpha
-  improvement    the mirror image of regression
-  unchanged      everything else
+  accuracy_lost     baseline accuracy 1, current accuracy 0 (or its accuracy check errored)
+  accuracy_missing  baseline accuracy 1, no accuracy for the cell in CURRENT
+  missing           absent from CURRENT, or its latency failed or was skipped there
+  regression        ratio = median(current) / median(baseline) above 1 + threshold (and twice
+                    the run noise), the lower end of its 95% bootstrap interval above
+                    1 + run noise; for a noisy cell, the ratio above 1 + --noisy-threshold
+  improvement       the mirror image of regression
+  noisy             flagged on either side (e.g. below_physical_floor), or either side's repeat
+                    medians spread wider than --noise, and within --noisy-threshold
+  unchanged         everything else
 
-The threshold is --threshold for cells whose baseline median is at least 20 us and
---small-threshold below that.  The statistics need enough repeats per side (run.py
---repeats) for the p-value to reach --alpha at all: 4 against 4 at alpha 0.05; with fewer,
-the ratio alone decides.  Exit status: 1 on any regression or accuracy_lost (and, with
---fail-on-missing, any missing cell), 0 otherwise, 2 on bad input.
+The run noise is the run-to-run variation repeats inside one run do not show: --run-noise, or,
+when several BASELINE files (separate runs of the same code) are given, the spread of their
+medians where that is larger.  Exit status: 1 on any regression or lost or missing accuracy
+(and, with --fail-on-missing, any missing cell), or when more than --max-noisy of the cells are
+noisy; 0 otherwise; 2 on bad input (unreadable or malformed files, missing provenance, files
+from different GPUs or settings).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from tabulate import tabulate
 from harness.cli.args import OneLineParser, UsageError, check_writable
 from harness.compare.files import CompareInputError, check_compatible, load
 from harness.compare.summary import COLUMNS, failing_verdicts, markdown, summary, table_rows
-from harness.compare.verdicts import Settings, judge
+from harness.compare.verdicts import Settings, judge, noisy_share
 from harness.report.results import atomic_write
 
 
@@ -44,6 +46,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def _sample_count(text: str) -> int:
     if not text.isdigit() or int(text) < 100:
         raise argparse.ArgumentTypeError(f"expected an integer of at least 100, got {text!r}")
@@ -54,17 +66,22 @@ def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="run.py compare", description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("baseline", type=Path, help="result file of the reference run (e.g. results/baselines/h200/...)")
-    add("current", type=Path, help="result file of the run under test")
+    add("files", type=Path, nargs="+", metavar="FILE",
+        help="the baseline run(s), e.g. results/baselines/h200/..., then the run under test")
     add("--threshold", type=_fraction, default=0.05,
         help="relative change that counts, for cells of 20 us or more (default 0.05 = 5%%)")
     add("--small-threshold", type=_fraction, default=0.10,
         help="relative change that counts, for cells under 20 us (default 0.10)")
     add("--noise", type=_fraction, default=0.10,
         help="largest spread of a side's repeat medians (half p20-p80 over the median) that still "
-             "gets a verdict; above it the cell is noisy (default 0.10)")
-    add("--alpha", type=_fraction, default=0.05,
-        help="significance level for the Benjamini-Hochberg adjusted p-values (default 0.05)")
+             "gets the tested verdicts; above it the cell is noisy (default 0.10)")
+    add("--noisy-threshold", type=_positive, default=0.25,
+        help="relative change that fails (or improves) a noisy or flagged cell (default 0.25)")
+    add("--run-noise", type=_fraction, default=0.01,
+        help="run-to-run variation between separate runs of the same code (default 0.01, measured on "
+             "the H200: README)")
+    add("--max-noisy", type=_fraction, default=0.25,
+        help="the gate fails when more than this share of the cells is noisy (default 0.25)")
     add("--bootstrap-samples", type=_sample_count, default=10_000,
         help="bootstrap resamples for the 95%% CI of the ratio (default 10000)")
     add("--markdown", type=Path, metavar="FILE", help="also write a markdown summary for a PR comment")
@@ -78,18 +95,28 @@ def build_parser() -> OneLineParser:
 def compare_main(argv: list[str]) -> int:
     """Entry point of ``run.py compare``; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if len(args.files) < 2:
+        raise UsageError("compare takes a baseline file (or several runs of one) and a current file")
     check_writable(args.markdown)
-    settings = Settings(args.threshold, args.small_threshold, args.noise, args.alpha, args.bootstrap_samples)
+    settings = Settings(args.threshold, args.small_threshold, args.noise, args.noisy_threshold,
+                        args.run_noise, args.bootstrap_samples)
     try:
-        base, cur = load("baseline", args.baseline), load("current", args.current)
-        check_compatible(base, cur, args.allow_device_mismatch)
+        baselines = [load("baseline", path) for path in args.files[:-1]]
+        cur = load("current", args.files[-1])
+        check_compatible(baselines, cur, args.allow_device_mismatch)
     except CompareInputError as exc:
         raise UsageError(str(exc)) from exc
-    rows = judge(base.records, cur.records, settings)
+    rows = judge([base.records for base in baselines], cur.records, settings)
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
     print(summary(rows))
     failing = failing_verdicts(args.fail_on_missing)
-    failed = any(row.verdict in failing for row in rows)
+    reasons = [f"{sum(row.verdict == v for row in rows)} cell(s) {v}" for v in failing
+               if any(row.verdict == v for row in rows)]
+    if (share := noisy_share(rows)) > args.max_noisy:
+        reasons.append(f"{100 * share:.0f}% of the cells are noisy (more than --max-noisy "
+                       f"{100 * args.max_noisy:g}%): this run cannot be judged, rerun it on a quiet GPU")
+    if reasons:
+        print("gate fails: " + "; ".join(reasons))
     if args.markdown is not None:
-        atomic_write(args.markdown, markdown(rows, base, cur, failed))
-    return 1 if failed else 0
+        atomic_write(args.markdown, markdown(rows, baselines, cur, bool(reasons), reasons))
+    return 1 if reasons else 0

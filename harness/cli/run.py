@@ -4,33 +4,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from tabulate import tabulate
 
 from harness.cli.args import UsageError, check_writable, validate_choices
+from harness.cli.progress import ProgressDisplay
 from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
+from harness.cli.run_output import Outputs, exit_status, print_tables
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
+from harness.measure.continuation import continue_in_workers, remaining_work
+from harness.measure.errors import ContextLost
 from harness.measure.runner import run_sweep
 from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
 from harness.report.metrics import METRICS
-from harness.report.results import (
-    Record,
-    default_result_name,
-    make_header,
-    python_argv,
-    write_csv,
-    write_json,
-)
-from harness.report.table import TableData, group_records, options_line, render
+from harness.report.results import Record, make_header, python_argv, write_json
+from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
 
 
@@ -42,12 +38,14 @@ def _print_lists(args: argparse.Namespace) -> bool:
             group = build_parser().add_argument_group(name)
             op.add_options(group)
             options = " ".join(action.option_strings[0] for action in group._group_actions)
-            rows.append([name, op.x_val_label, (op.__doc__ or "").strip().splitlines()[0], options])
+            summary = next(iter((op.__doc__ or "").strip().splitlines()), "")
+            rows.append([name, op.x_val_label, summary, options])
         print(tabulate(rows, headers=["op", "x_val", "what", "options"]))
         return True
     if args.list_metrics:
         for name, metric in METRICS.items():
-            print(f"{name:<13}{metric.unit:<9}{metric.description}")
+            timing = "" if metric.needs_timing else " (no timing)"
+            print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}")
         return True
     if args.list_backends:
         for name in args.op or operator_names():
@@ -108,9 +106,11 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"operator options must be plain values to be recorded ({exc})") from exc
     return RunSettings(
         device=device, precision=args.precision or ("bf16" if device == "cuda" else "fp32"),
-        metrics=args.metrics, timer=TimerSettings.default(device, args.warmup, args.rep, args.cudagraph),
+        metrics=args.metrics,
+        timer=TimerSettings.default(device, args.warmup, args.rep, args.cudagraph, args.l2_flush),
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
-        timeout_s=args.timeout, plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
+        timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
+        plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
     )
 
 
@@ -153,75 +153,39 @@ def _sweeps(args: argparse.Namespace, settings: RunSettings) -> list[Sweep]:
     return sweeps
 
 
-def _default_output(path: str | None, output_dir: str, name: str) -> Path | None:
-    if path is None:
-        return None
-    return Path(path) if path else Path(output_dir) / name
+class Terminated(BaseException):
+    """SIGTERM (``timeout``, a CI time limit): the run stops as Ctrl-C stops it."""
 
 
-def _progress_bar() -> tuple[Progress | None, Callable[[str], None]]:
-    if not sys.stderr.isatty():
-        return None, lambda _: None
-    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                   transient=True)
-    task = bar.add_task("starting")
-    return bar, lambda text: bar.update(task, description=text)
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
-def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> bool:
-    """Run every sweep, passing records to ``sink`` as cells finish; False when interrupted."""
-    bar, progress = _progress_bar()
+def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
+    """Run every sweep, passing records to ``sink`` as cells finish; how the run ended
+    (``finished``, ``interrupted`` by Ctrl-C or ``terminated`` by SIGTERM).
+
+    A cell that poisons the CUDA context costs that cell: the rest of the run goes on in fresh
+    worker processes (:mod:`harness.measure.continuation`).
+    """
+    total = sum(len(sweep.shapes) * len(sweep.backends) for sweep in sweeps)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        if bar is not None:
-            bar.start()
-        for sweep in sweeps:
-            sweep.progress = progress
-            run_sweep(sweep, sink)
+        with ProgressDisplay(total) as progress:
+            for index, sweep in enumerate(sweeps):
+                sweep.progress = progress
+                try:
+                    run_sweep(sweep, sink)
+                except ContextLost as lost:
+                    continue_in_workers(sweeps, remaining_work(sweeps, index, lost), sink, progress)
+                    break
     except KeyboardInterrupt:
-        return False
+        return "interrupted"
+    except Terminated:
+        return "terminated"
     finally:
-        if bar is not None:
-            bar.stop()
-    return True
-
-
-def _print_tables(records: list[Record], labels: dict[str, str], args: argparse.Namespace,
-                  precision: str) -> None:
-    groups = group_records(records)
-    for (op, mode, dtype), group in groups.items():
-        print(render(group, labels[op]))
-        print()
-        if args.csv is not None:
-            name = default_result_name([op], [mode], precision, "csv")
-            path = _default_output(args.csv, args.output_dir, name)
-            if args.csv and len(groups) > 1:
-                path = path.with_name(f"{path.stem}_{op}_{mode}_{dtype}{path.suffix or '.csv'}")
-            data = TableData(group, labels[op])
-            write_csv(path, data.header(), data.raw_rows())
-            print(f"csv: {path}")
-
-
-def _failed_cells(records: list[Record]) -> set[str]:
-    failed = set()
-    for r in records:
-        if r.status == "error" or (r.metric == "accuracy" and r.status == "ok" and r.value == 0):
-            failed.add(f"{r.op}/{r.mode}/{r.backend}/{r.x_val}")
-    return failed
-
-
-def _exit_status(records: list[Record], finished: bool) -> int:
-    if not finished:
-        print("interrupted: finished cells were kept", file=sys.stderr)
-        return 130
-    failed = _failed_cells(records)
-    if failed:
-        print(f"{len(failed)} cell(s) failed: " + ", ".join(sorted(failed)[:8]), file=sys.stderr)
-        return 1
-    if not any(r.status == "ok" for r in records):
-        reason = next((r.error for r in records if r.error), "no cells")
-        print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
-        return 1
-    return 0
+        signal.signal(signal.SIGTERM, previous)
+    return "finished"
 
 
 def run_command(argv: list[str]) -> int:
@@ -233,30 +197,30 @@ def run_command(argv: list[str]) -> int:
         raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
     settings = _settings(args)
     sweeps = _sweeps(args, settings)
-    json_path = _default_output(args.output_json, args.output_dir, default_result_name(
-        args.op, [m.value for m in modes_from(args)], settings.precision, "json"))
-    for path in (json_path, _default_output(args.csv, args.output_dir, "check.csv")):
-        check_writable(path)
+    outputs = Outputs.of(args, settings.precision, [m.value for m in modes_from(args)])
+    check_writable(outputs.json_path)
+    if args.csv not in (None, "", "-"):
+        check_writable(Path(args.csv))
     ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer)
     for sweep in sweeps:
         sweep.ceilings = ceilings
     header = make_header(settings.device, python_argv(), {
-        "copy_gbps": ceilings.copy_gbps, "peak_gbps": ceilings.peak_gbps,
-        "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
+        "copy_gbps": ceilings.copy_gbps, "ceilings_gbps": ceilings.traffic_gbps,
+        "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
     })
     records: list[Record] = []
 
     def sink(new: list[Record]) -> None:
         records.extend(new)
-        if json_path is not None:
-            write_json(json_path, header, records)
+        if outputs.json_path is not None:
+            write_json(outputs.json_path, header, records)
 
-    finished = _execute(sweeps, sink)
-    _print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, args, settings.precision)
-    print(f"device: {header['device_name']}  copy bandwidth: {ceilings.copy_gbps:.1f} GB/s")
+    ending = _execute(sweeps, sink)
+    orders = {sweep.op.name: sweep.backends for sweep in sweeps}
+    print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, orders, outputs)
+    print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
     if line := options_line(header.get("options")):
-        print(line)
-    if json_path is not None:
-        write_json(json_path, header, records)
-        print(f"results: {json_path}")
-    return _exit_status(records, finished)
+        print(line, file=outputs.text)
+    if outputs.json_path is not None:
+        write_json(outputs.json_path, header, records)
+    return exit_status(records, ending, outputs)

@@ -16,8 +16,9 @@ from harness.cli.args import (
     positive_float,
     validate_choices,
 )
+from harness.measure.timing import FLUSHES
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.report.metrics import DEFAULT_METRICS
+from harness.report.metrics import DEFAULT_METRICS, METRICS
 
 EXAMPLES = """examples:
   python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps
@@ -47,7 +48,9 @@ def build_parser() -> OneLineParser:
         add(flag, dest="mode_aliases", action="append_const", const=mode, default=[],
             help=f"same as --mode {mode} (adds to --mode)")
     add("--metrics", type=comma_list, default=list(DEFAULT_METRICS),
-        help="comma list (see --list-metrics); default latency,speedup,accuracy")
+        help="comma list (see --list-metrics); default latency,speedup,accuracy. "
+             f"Only {', '.join(n for n, m in METRICS.items() if not m.needs_timing)} need no timing: "
+             "asked for alone, each cell is only checked, never timed")
     add("--only", type=comma_list, help="run only these backends (comma list)")
     add("--skip", type=comma_list, default=[], help="skip these backends (comma list)")
     add("--baseline", help="backend that speedup is relative to (default: the operator's)")
@@ -61,6 +64,9 @@ def build_parser() -> OneLineParser:
     add("--warmup", type=non_negative_float, help="warm-up budget in ms (default 25 on CUDA, 5 on CPU)")
     add("--rep", type=non_negative_float, help="measurement budget in ms (default 100 on CUDA, 50 on CPU)")
     add("--cudagraph", action="store_true", help="time replays of a captured CUDA graph")
+    add("--l2-flush", choices=FLUSHES, default="clean",
+        help="how L2 is flushed before each CUDA sample: clean (a read pass, the default) or dirty "
+             "(a write, as triton.testing.do_bench does)")
     add("--rtol", type=non_negative_float, help="relative tolerance (overrides the per-dtype default)")
     add("--atol", type=non_negative_float, help="absolute tolerance (overrides the per-dtype default)")
     add("--seed", type=int, default=0, help="seed for the inputs")
@@ -68,11 +74,19 @@ def build_parser() -> OneLineParser:
         help="time each cell R independent times, interleaving backends; keeps every repeat's median")
     add("--isolate", action="store_true",
         help="run each backend of each shape in its own subprocess (crashes become cell errors)")
-    add("--timeout", type=positive_float, help="with --isolate: seconds one cell may take")
+    add("--timeout", type=positive_float,
+        help="with --isolate: seconds one cell may take once it starts timing (its start-up has its own)")
+    add("--startup-timeout", type=positive_float, default=600.0,
+        help="with --isolate: seconds a cell's worker may take to start timing: imports, inputs, the "
+             "reference, set-up and the first call, where compilation happens (default 600)")
     add("--plugin", action="append", default=[], metavar="FILE.py",
         help="load a file registering extra backends or operators; repeatable")
-    add("--csv", nargs="?", const="", metavar="PATH", help="write the tables as CSV")
-    add("--output-json", nargs="?", const="", metavar="PATH", help="write the result records")
+    add("--csv", nargs="?", const="", metavar="PATH",
+        help="write the tables as ;-separated CSV: to PATH (several tables: PATH's stem + "
+             "_<op>_<mode>_<precision>), - for stdout, or timestamped files in --output-dir")
+    add("--output-json", nargs="?", const="", metavar="PATH",
+        help="where the result file goes (default: a timestamped file in --output-dir)")
+    add("--no-save", action="store_true", help="keep no result file")
     add("--output-dir", default="runs", help="where unnamed result files go (default runs/, ignored by git)")
     add("--list-ops", action="store_true", help="list operators and exit")
     add("--list-backends", action="store_true", help="list each operator's backends and exit")

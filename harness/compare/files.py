@@ -45,22 +45,57 @@ def load(role: str, path: Path) -> ResultFile:
     return ResultFile(role, Path(path), header, records)
 
 
-def check_compatible(base: ResultFile, cur: ResultFile, allow_device_mismatch: bool) -> None:
-    """Refuse files measured on different GPUs or settings, or that share no (op, mode, dtype)."""
-    base_device, cur_device = base.header.get("device_name"), cur.header.get("device_name")
-    if base_device != cur_device and not allow_device_mismatch:
+PROVENANCE = ("device_name", "git_commit", "timer", "repeats", "options", "tolerance", "isolate")
+"""Header fields a current run must carry: where, from which code and how it was measured."""
+
+BASELINE_PROVENANCE = ("device_name", "timer")
+"""Header fields a baseline must carry (baselines older than the other fields lack them)."""
+
+MATCHING = ("options", "timer", "tolerance", "isolate")
+"""Header fields whose values change what a cell measures or checks: they must match."""
+
+DEFAULTS = {"options": {}, "tolerance": {"rtol": None, "atol": None}, "isolate": False}
+"""What a baseline without one of the :data:`MATCHING` fields was run with."""
+
+
+def _setting(header: dict[str, Any], name: str) -> Any:
+    """A header's value of a :data:`MATCHING` setting; a timer from before the flush was a
+    setting flushed by writing (``dirty``)."""
+    value = header.get(name, DEFAULTS.get(name))
+    if name == "timer" and isinstance(value, dict):
+        value = {**value, "flush": value.get("flush", "dirty")}
+    return value
+
+
+def _require(file: ResultFile, fields: tuple[str, ...]) -> None:
+    missing = [name for name in fields if file.header.get(name) is None]
+    if missing:
+        raise CompareInputError(f"{file.role} {file.path}: no {', '.join(missing)} in its header "
+                                "(provenance missing: the file cannot be judged)")
+
+
+def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_mismatch: bool) -> None:
+    """Refuse files without provenance, measured on different GPUs or settings, or sharing no
+    (op, mode, dtype); refuse a current run without accuracy records."""
+    _require(cur, PROVENANCE)
+    for base in baselines:
+        _require(base, BASELINE_PROVENANCE)
+    if not any(r.metric == "accuracy" for r in cur.records):
         raise CompareInputError(
-            f"baseline {base.path} was measured on {base_device!r} but current {cur.path} on "
-            f"{cur_device!r} (--allow-device-mismatch compares them anyway)")
-    for setting in ("options", "timer"):
-        base_value, cur_value = base.header.get(setting), cur.header.get(setting)
-        if base_value is not None and cur_value is not None and base_value != cur_value:
-            raise CompareInputError(f"baseline {base.path} and current {cur.path} were run with different "
-                                    f"{setting}: {base_value} vs {cur_value}")
-    if not base.groups() & cur.groups():
-        def names(f: ResultFile) -> str:
-            return ", ".join("/".join(g) for g in sorted(f.groups())) or "no latency records"
-        raise CompareInputError(f"baseline {base.path} ({names(base)}) and current {cur.path} ({names(cur)}) "
-                                "share no (op, mode, dtype) with latency records")
-
-
+            f"current {cur.path}: no accuracy records (run with --metrics accuracy,latency)")
+    for base in baselines:
+        base_device, cur_device = base.header["device_name"], cur.header["device_name"]
+        if base_device != cur_device and not allow_device_mismatch:
+            raise CompareInputError(
+                f"baseline {base.path} was measured on {base_device!r} but current {cur.path} on "
+                f"{cur_device!r} (--allow-device-mismatch compares them anyway)")
+        for setting in MATCHING:
+            base_value, cur_value = _setting(base.header, setting), _setting(cur.header, setting)
+            if base_value != cur_value:
+                raise CompareInputError(f"baseline {base.path} and current {cur.path} were run with "
+                                        f"different {setting}: {base_value} vs {cur_value}")
+        if not base.groups() & cur.groups():
+            def names(f: ResultFile) -> str:
+                return ", ".join("/".join(g) for g in sorted(f.groups())) or "no latency records"
+            raise CompareInputError(f"baseline {base.path} ({names(base)}) and current {cur.path} "
+                                    f"({names(cur)}) share no (op, mode, dtype) with latency records")

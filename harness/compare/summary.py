@@ -10,7 +10,7 @@ from harness.compare.files import ResultFile
 from harness.compare.verdicts import FAILING, VERDICTS, Row
 
 COLUMNS = ["op", "mode", "dtype", "x_val", "backend", "baseline ms", "current ms", "ratio", "95% CI",
-           "p (adjusted)", "verdict", "note"]
+           "run noise", "verdict", "note"]
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -24,8 +24,8 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
         op, mode, dtype, x_val, backend = row.key
         ci = "-" if row.ci is None else f"[{row.ci[0]:.3f}, {row.ci[1]:.3f}]"
         out.append([op, mode, dtype, "x".join(map(str, x_val)), backend, _fmt(row.base_ms, ".4g"),
-                    _fmt(row.cur_ms, ".4g"), _fmt(row.ratio, ".3f"), ci, _fmt(row.p, ".2g"), row.verdict,
-                    row.note])
+                    _fmt(row.cur_ms, ".4g"), _fmt(row.ratio, ".3f"), ci, _fmt(row.run_noise, ".1%"),
+                    row.verdict, row.note])
     return out
 
 
@@ -45,12 +45,15 @@ def failing_verdicts(fail_on_missing: bool) -> tuple[str, ...]:
     return (*FAILING, "missing") if fail_on_missing else FAILING
 
 
-def markdown(rows: list[Row], base: ResultFile, cur: ResultFile, failed: bool) -> str:
-    """A pull-request comment: headline with counts, the changed cells, then all cells collapsed."""
+def markdown(rows: list[Row], baselines: list[ResultFile], cur: ResultFile, failed: bool,
+             reasons: list[str]) -> str:
+    """A pull-request comment: headline with counts and why it failed, the changed cells, then all
+    cells collapsed."""
     changed = [row for row in rows if row.verdict != "unchanged"]
+    bases = ", ".join(f"`{base.path}`" for base in baselines)
     parts = [
-        f"**Performance gate: {'FAIL' if failed else 'pass'}** — {summary(rows)} "
-        f"(`{base.path}` → `{cur.path}`)",
+        f"**Performance gate: {'FAIL' if failed else 'pass'}** — {summary(rows)} ({bases} → `{cur.path}`)",
+        *reasons,
         _md_table(changed) if changed else "No cell changed beyond its threshold.",
         f"<details><summary>All {len(rows)} cells</summary>\n\n{_md_table(rows)}\n\n</details>",
     ]

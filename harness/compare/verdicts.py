@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from harness.compare.stats import ratio_ci, relative_spread
 from harness.report.results import Record
 
-VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "improvement", "noisy", "unchanged")
+VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "improvement", "noisy",
+            "unchanged")
 FAILING = ("accuracy_lost", "accuracy_missing", "regression")
 SMALL_CELL_MS = 0.020
 
@@ -117,11 +118,14 @@ def _between_runs(runs: list[Side]) -> float:
     return (max(medians) - min(medians)) / (2 * statistics.median(medians)) if len(medians) > 1 else 0.0
 
 
-def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None, accuracy: tuple[Record | None, ...],
-                settings: Settings) -> Row:
+def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
+                accuracy: tuple[Record | None, Record | None], settings: Settings) -> Row:
     base = Side([m for run in runs for m in run.medians], max((r.spread or 0.0) for r in runs),
                 next((r.flag for r in runs if r.flag), None))
     row = Row(key, "unchanged", base_ms=base.median)
+    if cur_record is None:
+        row.verdict, row.note = "missing", "absent from current"
+        return row
     if lost := _accuracy_verdict(*accuracy):
         row.verdict, row.note = lost
         return row
@@ -134,7 +138,8 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None, accur
     flags = sorted({side.flag for side in (base, cur) if side.flag})
     spread = max((side.spread for side in (base, cur) if side.spread is not None), default=0.0)
     if flags or spread > settings.noise:
-        reason = f"flagged: {', '.join(flags)}" if flags else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%"
+        reason = (f"flagged: {', '.join(flags)}" if flags
+                  else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%")
         limit = max(threshold, settings.noisy_threshold)
         if row.ratio > 1 + limit:
             row.verdict, row.note = "regression", f"{reason}, but {row.ratio:.2f}x slower"
@@ -175,8 +180,8 @@ def judge(baselines: list[list[Record]], current: list[Record], settings: Settin
             continue
         runs = [Side.of(run[key]) for run in runs_by_cell
                 if key in run and run[key].status == "ok" and run[key].value is not None]
-        rows.append(_judge_cell(key, runs, cur_latency.get(key), (base_accuracy.get(key), cur_accuracy.get(key)),
-                                settings))
+        accuracy = (base_accuracy.get(key), cur_accuracy.get(key))
+        rows.append(_judge_cell(key, runs, cur_latency.get(key), accuracy, settings))
     return sorted(rows, key=lambda r: VERDICTS.index(r.verdict))
 
 

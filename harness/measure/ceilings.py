@@ -1,29 +1,49 @@
-"""What the device can do: its datasheet peaks and the copy bandwidth measured at the start of a run."""
+"""What the device can do: its datasheet peaks, and the bandwidth of each traffic pattern the
+operators use, measured at the start of a run with the run's timer.
+
+A 1:1 copy is not a ceiling for traffic that reads more than it writes (reads are cheaper), so
+each memory-bound cell is read against the pattern of its own traffic (operators give it by
+mode, :meth:`harness.operator.BenchmarkOperator.traffic`): ``copy`` (read 1, write 1),
+``read2_write1`` (``c = a + b``) and ``read`` (a reduction).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
 from harness.measure.timing import make_timer
 from harness.settings import TimerSettings
 
+TRAFFIC_PATTERNS = ("copy", "read2_write1", "read")
+
 
 @dataclass(frozen=True)
 class DeviceCeilings:
-    """What the run measured or declared about the device."""
+    """What the run measured or declared about the device (bandwidths in GB/s)."""
 
     copy_gbps: float | None
     peak_gbps: float | None
     peak_tflops: float | None
+    traffic_gbps: dict[str, float] = field(default_factory=dict)
+
+    def memory_ceiling(self, traffic: dict[str, int] | None) -> float | None:
+        """The bandwidth of a mix of patterns (bytes per pattern): all its bytes over the time
+        they take, each pattern's at its own ceiling.  None when a pattern was not measured."""
+        if not traffic or any(pattern not in self.traffic_gbps for pattern in traffic):
+            return None
+        seconds = sum(nbytes / self.traffic_gbps[pattern] for pattern, nbytes in traffic.items())
+        return sum(traffic.values()) / seconds if seconds > 0 else None
 
 
 def measure_ceilings(device: str, dtype: torch.dtype, timer: TimerSettings) -> DeviceCeilings:
-    """The copy bandwidth measured now, and the datasheet peaks for ``device`` and ``dtype``."""
-    copy_gbps = measure_copy_gbps(device, timer)
-    return DeviceCeilings(copy_gbps=copy_gbps, peak_gbps=declared_peak_gbps(device, copy_gbps),
-                          peak_tflops=declared_peak_tflops(device, dtype))
+    """The bandwidth of every traffic pattern measured now, and the datasheet peaks."""
+    traffic = measure_traffic_gbps(device, timer)
+    return DeviceCeilings(copy_gbps=traffic["copy"], peak_gbps=declared_peak_gbps(device, traffic["copy"]),
+                          peak_tflops=declared_peak_tflops(device, dtype), traffic_gbps=traffic)
 
 
 # Dense tensor-core peaks from the vendor datasheets (TFLOP/s), keyed by a device-name fragment,
@@ -69,16 +89,38 @@ def declared_peak_tflops(device: str, dtype: torch.dtype) -> float | None:
     return None
 
 
-def measure_copy_gbps(device: str, settings: TimerSettings) -> float:
-    """Device-to-device copy bandwidth, counting bytes read plus bytes written, in GB/s.
+def _pattern(name: str, numel: int, device: str) -> tuple[Callable[[], object], int]:
+    """The call that moves pattern ``name``'s traffic over ``numel`` fp32 elements, and its bytes."""
+    a = torch.randn(numel, device=device)
+    if name == "copy":
+        out = torch.empty_like(a)
+        return (lambda: out.copy_(a)), 2 * a.nbytes
+    if name == "read2_write1":
+        b, out = torch.randn_like(a), torch.empty_like(a)
+        return (lambda: torch.add(a, b, out=out)), 3 * a.nbytes
+    sink = torch.empty((), device=device)
+    return (lambda: torch.sum(a, dim=0, out=sink)), a.nbytes
+
+
+def measure_traffic_gbps(device: str, settings: TimerSettings) -> dict[str, float]:
+    """GB/s of each of :data:`TRAFFIC_PATTERNS` (bytes read plus bytes written over the median).
 
     Timed with plain launches even when the run replays CUDA graphs: a captured ``copy_``
     becomes a memcpy node that runs on the copy engines (about 2.8 TB/s on the H200, against
     4.26 TB/s for the copy kernel the backends compete with).
     """
-    timer = make_timer(device, TimerSettings(settings.warmup_ms, settings.rep_ms, cudagraph=False))
-    numel = (2**28 if device == "cuda" else 2**23)
-    src = torch.randn(numel, device=device)
-    dst = torch.empty_like(src)
-    stats = timer.measure(lambda: dst.copy_(src))
-    return 2 * src.numel() * src.element_size() / (stats.p50 * 1e-3) / 1e9
+    timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
+    numel = 2**28 if device == "cuda" else 2**23
+    gbps = {}
+    for name in TRAFFIC_PATTERNS:
+        call, nbytes = _pattern(name, numel, device)
+        gbps[name] = nbytes / (timer.measure(call).p50 * 1e-3) / 1e9
+        del call
+    return gbps
+
+
+def measure_copy_gbps(device: str, settings: TimerSettings) -> float:
+    """Device-to-device copy bandwidth, counting bytes read plus bytes written, in GB/s."""
+    timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
+    call, nbytes = _pattern("copy", 2**28 if device == "cuda" else 2**23, device)
+    return nbytes / (timer.measure(call).p50 * 1e-3) / 1e9

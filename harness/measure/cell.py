@@ -55,13 +55,6 @@ class Cell:
     dys: list[tuple[torch.Tensor, ...]]
 
 
-def error_text(exc: BaseException) -> str:
-    """A one-line description of an exception for a result record."""
-    lines = str(exc).strip().splitlines()
-    first = lines[0] if lines else ""
-    return f"{type(exc).__name__}: {first}"[:300]
-
-
 def _upcast(inputs: Sequence[Any], diff: list[int], needs_grad: bool) -> list[Any]:
     out = list(inputs)
     for i, x in enumerate(inputs):
@@ -110,8 +103,10 @@ def poison_free_blocks(reference: Reference, dtype: torch.dtype) -> None:
 
 
 def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff: list[int],
-               mode: Mode, reference: Reference, measurement: Measurement) -> Cell:
-    """Build the backend's callable and make its first call; records the first call's time."""
+               mode: Mode, reference: Reference, measurement: Measurement,
+               first_call_time: bool = True) -> Cell:
+    """Build the backend's callable and make its first call; records the first call's time
+    (``first_call_time``: as ``compile_time`` needs it, which in ``bwd`` takes one more forward)."""
     poison_free_blocks(reference, op.dtype)
     start = time.perf_counter()
     with op.track_grad_outputs() as dys:
@@ -144,13 +139,14 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
             backward = op.get_bwd_fn(outputs)
             backward()
             cell = Cell(backward, clear_grads, check, inputs, outputs, dys)
-            # compile_time compares first and steady backward calls: one warm forward, timed now,
-            # comes off the first call (and this extra call itself is left out).
-            synchronize(op.device)
-            forward_start = time.perf_counter()
-            fn()
-            synchronize(op.device)
-            start += 2 * (time.perf_counter() - forward_start)
+            if first_call_time:
+                # compile_time compares first and steady backward calls: one warm forward, timed
+                # now, comes off the first call (and this extra call itself is left out).
+                synchronize(op.device)
+                forward_start = time.perf_counter()
+                fn()
+                synchronize(op.device)
+                start += 2 * (time.perf_counter() - forward_start)
         else:
             outputs = as_tuple(fn())
             first_dys = op.grad_outputs(outputs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -27,11 +27,11 @@ from harness.measure.cell import (
     check_again,
     compare_cell,
     compute_reference,
-    error_text,
     peak_memory,
     snapshot,
     time_cell,
 )
+from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
 from harness.measure.sweep import Sweep
 from harness.operator import Backend, Shape
@@ -56,11 +56,13 @@ class ShapeInputs:
 
 @dataclass
 class BuiltCell:
-    """A backend's cell while it is being measured: the cell, its input snapshot, its checks."""
+    """A backend's cell while it is being measured: the cell, its input snapshot, the comparisons
+    of its outputs, and what it changed that it was given to read."""
 
     cell: Cell
     before: list[tuple[int, torch.Tensor]]
     checks: list[AccuracyResult]
+    tampering: list[AccuracyResult] = field(default_factory=list)
 
 
 def _release(device: str) -> None:
@@ -79,11 +81,13 @@ def _shape_inputs(sweep: Sweep, shape: Shape) -> ShapeInputs:
     return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs))
 
 
-def _verdict(checks: list[AccuracyResult]) -> AccuracyResult:
-    """One accuracy result for the cell: the first failing check, with the worst errors of all."""
+def _verdict(built: BuiltCell) -> AccuracyResult:
+    """One accuracy result for the cell, with the worst errors of its checks: a modified input or
+    ``dy`` first (the cause before the wrong values it leads to), else the first failing check."""
+    checks = built.checks
     worst_abs = max(c.max_abs_err for c in checks)
     worst_rel = max(c.max_rel_err for c in checks)
-    failed = next((c for c in checks if not c.passed), None)
+    failed = built.tampering[0] if built.tampering else next((c for c in checks if not c.passed), None)
     return AccuracyResult(failed is None, worst_abs, worst_rel, None if failed is None else failed.reason)
 
 
@@ -106,27 +110,35 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
     measurements = {name: Measurement() for name in names}
     errors: dict[str, str] = {}
     cells: dict[str, BuiltCell] = {}
-    label = f"{op.name} {mode.value} {op.x_val(shape)}"
+    lost: list[str] = []
+
+    def failed(name: str, text: str) -> None:
+        """Record ``name``'s error; a failure that poisoned the CUDA context ends the shape here."""
+        errors[name] = text
+        if context_lost(op.device, text):
+            errors[name] += " (the CUDA context was lost: the rest of the run went on in a fresh process)"
+            lost.append(name)
 
     def build(name: str, backend: Backend) -> None:
         local = backend_inputs(given.inputs, given.diff, mode.needs_grad)
         before = snapshot(local)
         try:
-            cell = build_cell(op, backend, local, given.diff, mode, given.reference, measurements[name])
+            cell = build_cell(op, backend, local, given.diff, mode, given.reference, measurements[name],
+                              first_call_time="compile_time" in settings.metrics)
             first = compare_cell(op, mode, cell.first_outputs, local, given.diff, given.reference, tolerance)
             cells[name] = BuiltCell(cell, before, [first])
             check_unchanged(cells[name])
             if op.device == "cuda" and "peak_mem" in settings.metrics:
                 measurements[name].peak_mem_bytes = peak_memory(cell)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes that cell's error
-            errors[name] = error_text(exc)
             cells.pop(name, None)
+            failed(name, error_text(exc))
 
     def check_unchanged(built: BuiltCell) -> None:
         for reason in (changed_inputs(built.before, built.cell.inputs),
                        op.changed_grad_outputs(built.cell.dys)):
             if reason is not None:
-                built.checks.append(_failure(reason))
+                built.tampering.append(_failure(reason))
 
     def time_once(name: str) -> None:
         try:
@@ -134,9 +146,9 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
         except Exception as exc:  # noqa: BLE001
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.
-            errors[name] = error_text(exc)
             measurements[name].repeats.clear()
-            measurements[name].accuracy = _verdict(cells.pop(name).checks)
+            measurements[name].accuracy = _verdict(cells.pop(name))
+            failed(name, error_text(exc))
 
     def finish(name: str) -> CellResult:
         """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""
@@ -147,34 +159,49 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
                 again = check_again(op, mode, built.cell, given.fresh, given.diff, given.fresh_reference,
                                     tolerance)
             except Exception as exc:  # noqa: BLE001
-                errors[name] = f"check after timing failed: {error_text(exc)}"
+                failed(name, f"check after timing failed: {error_text(exc)}")
             else:
                 reason = None if again.passed else f"on fresh inputs after timing: {again.reason}"
                 built.checks.append(AccuracyResult(again.passed, again.max_abs_err, again.max_rel_err,
                                                    reason))
                 built.before = [(i, x) for i, x in enumerate(given.fresh) if isinstance(x, torch.Tensor)]
                 check_unchanged(built)
-            measurements[name].accuracy = _verdict(built.checks)
+            measurements[name].accuracy = _verdict(built)
         return name, measurements[name], errors.get(name)
 
+    def end_if_lost(done: list[str]) -> None:
+        if lost:
+            raise ContextLost(lost[0], done, None)
+
     if settings.repeats == 1 or not sweep.timed:
+        done: list[str] = []
         for name in names:
-            sweep.progress(f"{label} {name}")
+            sweep.report(shape, name, "build")
             build(name, by_name[name])
             if name in cells and sweep.timed:
+                sweep.report(shape, name, "timing")
                 time_once(name)
+            done.append(name)
             yield finish(name)
+            end_if_lost(done)
             _release(op.device)
         return
     for name in names:
-        sweep.progress(f"{label} {name} (build)")
+        sweep.report(shape, name, "build")
         build(name, by_name[name])
-    for repeat in range(settings.repeats):
+        if lost:
+            break
+    for repeat in range(settings.repeats if not lost else 0):
         order = names[repeat % len(names):] + names[:repeat % len(names)]
         for name in order:
-            if name in cells:
-                sweep.progress(f"{label} {name} (repeat {repeat + 1}/{settings.repeats})")
+            if name in cells and not lost:
+                sweep.report(shape, name, f"repeat {repeat + 1}/{settings.repeats}")
                 time_once(name)
+    if lost:
+        # Cells built in this process cannot be finished in it: only the culprit's error is kept.
+        yield lost[0], measurements[lost[0]], errors[lost[0]]
+        end_if_lost([lost[0]])
     results = [finish(name) for name in names]
     _release(op.device)
     yield from results
+    end_if_lost(names)

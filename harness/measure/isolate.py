@@ -18,12 +18,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from harness.measure.accuracy import AccuracyResult
+from harness.measure.errors import error_line
 from harness.measure.measurement import Measurement
-from harness.measure.sweep import Sweep
+from harness.measure.sweep import CellEvent, Sweep
 from harness.measure.timing import SampleStats
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.settings import RunSettings
@@ -58,9 +60,7 @@ def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | Non
 def _died(returncode: int, stderr: str) -> str:
     if returncode < 0:
         return f"worker process killed by {signal.Signals(-returncode).name}"
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    last = lines[-1][:200] if lines else "no output"
-    return f"worker process exited with code {returncode}: {last}"
+    return f"worker process exited with code {returncode}: {error_line(stderr)}"
 
 
 def _kill_session(proc: subprocess.Popen) -> None:
@@ -71,38 +71,64 @@ def _kill_session(proc: subprocess.Popen) -> None:
 
 
 def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurement, str | None]:
-    """Measure one backend on one shape in a subprocess; its death becomes the cell's error."""
+    """Measure one backend on one shape in a subprocess; its death becomes the cell's error.
+
+    The worker's start-up (imports, inputs, the reference, the backend's set-up and first call,
+    where compilation happens) may take ``startup_timeout_s``; from the moment it starts timing,
+    ``timeout_s`` (``--timeout``) bounds the rest.
+    """
     spec = {
         "settings": sweep.settings.to_json(),
         "op": sweep.op.name, "mode": sweep.mode.value, "shape": list(shape), "backend": backend,
     }
-    timeout = sweep.settings.timeout_s
+    settings = sweep.settings
     with tempfile.TemporaryDirectory(prefix="opbench-cell-") as tmp:
-        spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
+        spec_path, out_path, timing_path = (Path(tmp) / name for name in ("spec.json", "out.json", "timing"))
         spec_path.write_text(json.dumps(spec))
         # Its own session, so a timeout kills compile workers it started too; the suite's root
         # on its path, so it imports the harness from any working directory.
         path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.measure.isolate", str(spec_path), str(out_path)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env,
-        )
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_session(proc)
-            return Measurement(), f"timed out after {timeout:g} s (--timeout)"
-        except BaseException:
-            # Ctrl-C reaches only this process (the worker has its own session): end the worker too.
-            _kill_session(proc)
-            raise
-        if out_path.exists():
-            return _measurement_from_json(json.loads(out_path.read_text()))
-        return Measurement(), _died(proc.returncode, stderr)
+        with open(Path(tmp) / "stderr.txt", "w+") as stderr:
+            command = [sys.executable, "-m", "harness.measure.isolate", str(spec_path), str(out_path),
+                       str(timing_path)]
+            proc = subprocess.Popen(
+                command,
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, env=env,
+            )
+            try:
+                late = _wait(proc, timing_path, settings.startup_timeout_s, settings.timeout_s)
+            except BaseException:
+                # Ctrl-C reaches only this process (the worker has its own session): end the worker too.
+                _kill_session(proc)
+                raise
+            if late is not None:
+                _kill_session(proc)
+                return Measurement(), late
+            if out_path.exists():
+                return _measurement_from_json(json.loads(out_path.read_text()))
+            stderr.seek(0)
+            return Measurement(), _died(proc.returncode, stderr.read())
 
 
-def _worker(spec: dict[str, Any]) -> dict[str, Any]:
+def _wait(proc: subprocess.Popen, timing_path: Path, startup_s: float, timeout_s: float | None) -> str | None:
+    """Wait for the worker to end; why it was too late (the cell's error), or None if it ended in time."""
+    deadline, timing = time.monotonic() + startup_s, False
+    while proc.poll() is None:
+        now = time.monotonic()
+        if not timing and timing_path.exists():
+            timing = True
+            deadline = now + timeout_s if timeout_s is not None else float("inf")
+        if now > deadline:
+            if timing:
+                return f"timed out after {timeout_s:g} s of timing (--timeout)"
+            return (f"did not start timing within {startup_s:g} s (--startup-timeout: imports, set-up "
+                    "and the first call)")
+        time.sleep(0.05)
+    return None
+
+
+def _worker(spec: dict[str, Any], timing_path: Path) -> dict[str, Any]:
     settings = RunSettings.from_json(spec["settings"])
     from harness.device import prepare_backends
 
@@ -114,14 +140,20 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     load_plugins(settings.plugins)
     op = load_operator(spec["op"])(settings.device, DTYPE_NAMES[settings.precision], settings.options)
     shape = tuple(spec["shape"])
-    sweep = Sweep(op, Mode(spec["mode"]), [shape], [spec["backend"]], spec["backend"], settings)
-    ((_, measurement, error),) = measure_in_process(sweep, shape, [spec["backend"]])
+    def progress(event: CellEvent) -> None:
+        if event.phase != "build":
+            timing_path.touch()
+
+    sweep = Sweep(op, Mode(spec["mode"]), [shape], [spec["backend"]], spec["backend"], settings,
+                  progress=progress)
+    # One cell: its result comes first; a lost CUDA context after it ends only this worker.
+    _, measurement, error = next(measure_in_process(sweep, shape, [spec["backend"]]))
     return _measurement_to_json(measurement, error)
 
 
 def main(argv: list[str]) -> int:
-    spec_path, out_path = Path(argv[0]), Path(argv[1])
-    result = _worker(json.loads(spec_path.read_text()))
+    spec_path, out_path, timing_path = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    result = _worker(json.loads(spec_path.read_text()), timing_path)
     tmp = out_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(result))
     tmp.replace(out_path)

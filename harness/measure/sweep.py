@@ -13,6 +13,18 @@ from harness.report.metrics import METRICS
 from harness.settings import RunSettings, TimerSettings
 
 
+@dataclass(frozen=True)
+class CellEvent:
+    """What the sweep is doing: a cell of ``op`` in ``mode`` at ``shape`` for ``backend`` is in
+    ``phase`` (``build``, ``repeat 2/7``, ``isolated``, ``done``)."""
+
+    op: str
+    mode: str
+    shape: Shape
+    backend: str
+    phase: str
+
+
 @dataclass
 class Sweep:
     """One operator in one mode: the shapes, the backends (speedup baseline first) and the settings."""
@@ -24,7 +36,11 @@ class Sweep:
     speedup_baseline: str
     settings: RunSettings
     ceilings: DeviceCeilings = field(default_factory=lambda: DeviceCeilings(None, None, None))
-    progress: Callable[[str], None] = field(default=lambda _: None)
+    progress: Callable[[CellEvent], None] = field(default=lambda _: None)
+
+    def report(self, shape: Shape, backend: str, phase: str) -> None:
+        """Tell :attr:`progress` that ``backend``'s cell at ``shape`` entered ``phase``."""
+        self.progress(CellEvent(self.op.name, self.mode.value, shape, backend, phase))
 
     def tolerance(self, shape: Shape) -> Callable[[str], tuple[float, float]]:
         """The operator's (rtol, atol) of each compared tensor of ``shape``, with the command line's

@@ -2,7 +2,7 @@
 
 CUDA: device time from CUDA events.  Before every timed call the device is synchronized
 (work left on any stream never overlaps the next sample), the L2 cache is flushed by
-writing a buffer at least twice its size, and the GPU is kept busy with a spin kernel for
+reading a buffer at least twice its size (:class:`L2Flusher`), and the GPU is kept busy with a spin kernel for
 longer than the host needs to launch the timed call.  Both are enqueued before the start
 event, so their time is excluded, and the call's kernels reach the GPU before it is free:
 the events measure device time, not Python and launch overhead.  With ``cudagraph=True``
@@ -25,6 +25,8 @@ import torch
 
 from harness.settings import TimerSettings
 
+FLUSHES = ("clean", "dirty")
+"""How the timer flushes L2 before each sample: a read pass (leaves it clean) or a write."""
 MIN_SAMPLES = 10
 MAX_SAMPLES = 1000
 SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
@@ -51,15 +53,27 @@ class SampleStats:
 
 
 class L2Flusher:
-    """Evicts the L2 cache by writing a buffer at least twice its size."""
+    """Evicts the L2 cache by reading a buffer at least twice its size, leaving it clean.
 
-    def __init__(self, device: torch.device):
+    A read pass writes back whatever the previous call left dirty, during the flush, and leaves
+    L2 holding clean lines that the timed call can drop for free.  Writing the buffer instead
+    (``write=True``, what ``triton.testing.do_bench`` does) leaves L2 full of dirty lines whose
+    write-back lands inside the next call's timed window: 2-4 us on the H200 (probe 31 in
+    ``results/h200/rms_norm/NOTES.md``).
+    """
+
+    def __init__(self, device: torch.device, write: bool = False):
         l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)
         size = max(2 * l2_bytes, 256 * 2**20)
-        self.buffer = torch.empty(size // 4, dtype=torch.int32, device=device)
+        self.buffer = torch.zeros(size // 4, dtype=torch.int32, device=device)
+        self.sink = torch.empty((), dtype=torch.int64, device=device)
+        self.write = write
 
     def __call__(self) -> None:
-        self.buffer.zero_()
+        if self.write:
+            self.buffer.zero_()
+        else:
+            torch.sum(self.buffer, dim=0, out=self.sink)
 
 
 def _sample_count(estimate_ms: float, rep_ms: float) -> int:
@@ -69,15 +83,21 @@ def _sample_count(estimate_ms: float, rep_ms: float) -> int:
 class CudaTimer:
     """Event timing with L2 flushing, optionally replaying a captured CUDA graph."""
 
-    def __init__(self, warmup_ms: float = 25.0, rep_ms: float = 100.0, cudagraph: bool = False):
+    def __init__(self, warmup_ms: float = 25.0, rep_ms: float = 100.0, cudagraph: bool = False,
+                 flush: str = "clean"):
+        if flush not in FLUSHES:
+            raise ValueError(f"unknown L2 flush {flush!r} (valid: {', '.join(FLUSHES)})")
         self.warmup_ms = warmup_ms
         self.rep_ms = rep_ms
         self.cudagraph = cudagraph
+        self.flush = flush
         self._flush: L2Flusher | None = None
 
     def _flusher(self) -> L2Flusher:
+        """The L2 flush run before every sample: a read pass (``clean``) or a write (``dirty``)."""
         if self._flush is None:
-            self._flush = L2Flusher(torch.device("cuda", torch.cuda.current_device()))
+            device = torch.device("cuda", torch.cuda.current_device())
+            self._flush = L2Flusher(device, write=self.flush == "dirty")
         return self._flush
 
     def _graphed(self, fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], None]:
@@ -170,7 +190,7 @@ Timer = CudaTimer | CpuTimer
 def make_timer(device: str, settings: TimerSettings) -> Timer:
     """The timer for ``device`` (``cudagraph`` applies to CUDA; the command line refuses it elsewhere)."""
     if device == "cuda":
-        return CudaTimer(settings.warmup_ms, settings.rep_ms, settings.cudagraph)
+        return CudaTimer(settings.warmup_ms, settings.rep_ms, settings.cudagraph, settings.flush)
     return CpuTimer(settings.warmup_ms, settings.rep_ms)
 
 

@@ -20,7 +20,8 @@ class Roofline:
     bytes_moved: int | None
     flops: int | None
     compute_bound: bool
-    copy_gbps: float | None
+    memory_ceiling_gbps: float | None
+    """The measured bandwidth of the cell's traffic pattern (copy, read2_write1, read or a mix)."""
     peak_tflops: float | None
     peak_gbps: float | None = None
 
@@ -128,9 +129,9 @@ def _pct_peak(ctx: CellContext) -> float:
             raise MetricNotApplicable("no peak TFLOP/s known for this device")
         return 100.0 * tflops / ctx.roof.peak_tflops
     gbps = _gbps(ctx)
-    if ctx.roof.copy_gbps is None:
-        raise MetricUnavailable("copy bandwidth not measured")
-    return 100.0 * gbps / ctx.roof.copy_gbps
+    if ctx.roof.memory_ceiling_gbps is None:
+        raise MetricUnavailable("the bandwidth of this cell's traffic pattern was not measured")
+    return 100.0 * gbps / ctx.roof.memory_ceiling_gbps
 
 
 def _peak_mem(ctx: CellContext) -> float:
@@ -155,7 +156,8 @@ METRICS: dict[str, Metric] = {metric.name: metric for metric in (
     Metric("gbps", "GB/s", "bytes moved (operator's model for the mode) / median latency", _gbps),
     Metric("tflops", "TFLOP/s", "floating-point operations (operator's model) / median latency", _tflops),
     Metric("pct_peak", "%",
-           "gbps / measured copy bandwidth (memory-bound ops) or tflops / dense peak (matmuls)", _pct_peak),
+           "gbps / the measured bandwidth of the cell's traffic pattern (memory-bound ops), or "
+           "tflops / dense datasheet peak (matmuls)", _pct_peak),
     Metric("peak_mem", "MB", "peak device memory allocated during one call (CUDA only)", _peak_mem,
            needs_timing=False),
     Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time),

@@ -52,7 +52,7 @@ def roofline(op: BenchmarkOperator, mode: Mode, shape: Shape, ceilings: DeviceCe
     """The operator's work model for the cell against the device's ceilings."""
     return Roofline(
         bytes_moved=op.bytes_moved(shape, mode), flops=op.flops(shape, mode),
-        compute_bound=op.compute_bound, copy_gbps=ceilings.copy_gbps,
+        compute_bound=op.compute_bound, memory_ceiling_gbps=ceilings.memory_ceiling(op.traffic(shape, mode)),
         peak_tflops=ceilings.peak_tflops, peak_gbps=ceilings.peak_gbps,
     )
 

@@ -195,25 +195,63 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
         records = [Record(**{k: v for k, v in r.items() if k in names}) for r in payload["records"]]
     except (AttributeError, KeyError, TypeError) as exc:
         raise ResultFileError(f"{path}: malformed records ({exc})") from exc
+    for record in records:
+        if (problem := malformed(record)) is not None:
+            raise ResultFileError(f"{path}: {describe_cell(record)}: {problem}")
     return payload["header"], records
 
 
-def csv_text(header_row: list[str], rows: list[list[Any]]) -> str:
+STATUSES = ("ok", "error", "skipped")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def describe_cell(record: Record) -> str:
+    """The cell and metric of a record as one phrase: ``latency of exp/fwd/bfloat16/4096/triton``."""
+    x_val = "x".join(map(str, record.x_val)) if isinstance(record.x_val, list) else record.x_val
+    return f"{record.metric} of {record.op}/{record.mode}/{record.dtype}/{x_val}/{record.backend}"
+
+
+def malformed(record: Record) -> str | None:
+    """What is wrong with a record read from a file (a value that is not a finite number, a
+    latency that is not positive, an accuracy that is not 0 or 1), or None."""
+    names = ("op", "mode", "dtype", "backend", "metric")
+    if not all(isinstance(getattr(record, name), str) for name in names):
+        return "op, mode, dtype, backend and metric must be strings"
+    x_vals = record.x_val if isinstance(record.x_val, list) else [record.x_val]
+    if not x_vals or not all(isinstance(v, int) and not isinstance(v, bool) for v in x_vals):
+        return f"x_val {record.x_val!r} is not an integer or a list of integers"
+    if record.status not in STATUSES:
+        return f"status {record.status!r} is not one of {', '.join(STATUSES)}"
+    if record.value is not None and not _number(record.value):
+        return f"value {record.value!r} is not a finite number"
+    if record.status == "ok" and record.value is None:
+        return "status ok without a value"
+    timing = [record.value] if record.metric == "latency" and record.value is not None else []
+    timing += [v for v in (record.p20, record.p50, record.p80) if v is not None]
+    timing += list(record.repeats or [])
+    if not all(_number(v) and v > 0 for v in timing):
+        bad = next(v for v in timing if not (_number(v) and v > 0))
+        return f"latency {bad!r} is not a positive number of milliseconds"
+    if record.metric == "accuracy" and record.value not in (None, 0, 1):
+        return f"accuracy {record.value!r} is neither 0 nor 1"
+    return None
+
+
+def csv_text(header_row: list[str], rows: list[list[Any]], delimiter: str = ",") -> str:
+    """A table as CSV text."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
     writer.writerow(header_row)
     writer.writerows(rows)
     return buffer.getvalue()
 
 
-def write_csv(path: Path, header_row: list[str], rows: list[list[Any]]) -> None:
+def write_csv(path: Path, header_row: list[str], rows: list[list[Any]], delimiter: str = ",") -> None:
     """Write a table as CSV atomically."""
-    atomic_write(path, csv_text(header_row, rows))
-
-
-def default_result_name(ops: list[str], modes: list[str], dtype: str, suffix: str) -> str:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"{'+'.join(ops)}_{'+'.join(modes)}_{dtype}_{stamp}.{suffix}"
+    atomic_write(path, csv_text(header_row, rows, delimiter))
 
 
 def python_argv() -> list[str]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from tabulate import tabulate
 
 from harness.report.records import BELOW_FLOOR
-from harness.report.results import Record
+from harness.report.results import Record, csv_text
 
 AVERAGE_NOTE = "average: geometric mean for speedup, arithmetic mean for other metrics"
 
@@ -24,7 +24,8 @@ def _group_key(r: Record) -> tuple[str, str, str]:
     return (r.op, r.mode, r.dtype)
 
 
-def _x_label(x_val: int | list[int]) -> str:
+def x_label(x_val: int | list[int]) -> str:
+    """A shape as tables and summaries spell it: ``4096x1024``, or the one number of a 1-D x_val."""
     return str(x_val) if isinstance(x_val, int) else "x".join(str(v) for v in x_val)
 
 
@@ -45,9 +46,13 @@ def _average(metric: str, values: list[float]) -> float | None:
 
 
 class TableData:
-    """The rows of one (op, mode, dtype) table, raw values and footnotes."""
+    """The rows of one (op, mode, dtype) table, raw values and footnotes.
 
-    def __init__(self, records: list[Record], x_val_label: str):
+    Columns follow ``backend_order`` (the run's backends, baseline first) where given, else the
+    order the backends first appear in; within a backend, the order the metrics appear in.
+    """
+
+    def __init__(self, records: list[Record], x_val_label: str, backend_order: list[str] | None = None):
         self.x_val_label = x_val_label
         self.columns: list[tuple[str, str]] = []
         self.rows: list[str] = []
@@ -56,10 +61,14 @@ class TableData:
             column = (r.backend, r.metric)
             if column not in self.columns:
                 self.columns.append(column)
-            row = _x_label(r.x_val)
+            row = x_label(r.x_val)
             if row not in self.rows:
                 self.rows.append(row)
             self.cells[(row, column)] = r
+        first_seen = list(dict.fromkeys(backend for backend, _ in self.columns))
+        order = [b for b in backend_order or [] if b in first_seen] + [b for b in first_seen
+                                                                      if b not in (backend_order or [])]
+        self.columns.sort(key=lambda column: order.index(column[0]))
         self.footnotes: list[str] = []
 
     def header(self) -> list[str]:
@@ -105,6 +114,10 @@ class TableData:
         rows.append(["average", *("" if v is None else _fmt(v) for v in self.averages())])
         return rows
 
+    def csv(self, delimiter: str = ",") -> str:
+        """The table as CSV text: the header row, a row per shape, the average row."""
+        return csv_text(self.header(), self.raw_rows(), delimiter)
+
     def raw_rows(self) -> list[list[object]]:
         rows: list[list[object]] = []
         for row in self.rows:
@@ -115,6 +128,14 @@ class TableData:
             rows.append(values)
         rows.append(["average", *("" if v is None else v for v in self.averages())])
         return rows
+
+
+def ceilings_line(traffic_gbps: dict[str, float] | None, copy_gbps: float | None = None) -> str:
+    """The measured bandwidth of each traffic pattern, as one line (or the copy's alone, in files
+    from before the patterns were measured)."""
+    if traffic_gbps:
+        return "bandwidth (GB/s): " + ", ".join(f"{name} {gbps:.1f}" for name, gbps in traffic_gbps.items())
+    return "copy bandwidth: " + ("-" if copy_gbps is None else f"{copy_gbps:.1f} GB/s")
 
 
 def options_line(options: dict | None) -> str | None:
@@ -131,9 +152,9 @@ def group_records(records: Iterable[Record]) -> dict[tuple[str, str, str], list[
     return groups
 
 
-def render(records: list[Record], x_val_label: str) -> str:
+def render(records: list[Record], x_val_label: str, backend_order: list[str] | None = None) -> str:
     """The terminal table of one (op, mode, dtype) group, with its footnotes."""
-    data = TableData(records, x_val_label)
+    data = TableData(records, x_val_label, backend_order)
     op, mode, dtype = _group_key(records[0])
     body = tabulate(data.display_rows(), headers=data.header(), tablefmt="simple", disable_numparse=True)
     lines = [f"{op} {mode} {dtype}", body, AVERAGE_NOTE]

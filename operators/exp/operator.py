@@ -34,6 +34,12 @@ class ExpOperator(BenchmarkOperator):
         passes = {Mode.FWD: 2, Mode.FWD_NO_GRAD: 2, Mode.BWD: 3, Mode.FWD_BWD: 5}[mode]
         return passes * size
 
+    def traffic(self, shape: Shape, mode: Mode) -> dict[str, int]:
+        # fwd reads one tensor and writes one (a copy's pattern); bwd reads two and writes one.
+        size = shape[0] * torch.tensor([], dtype=self.dtype).element_size()
+        fwd, bwd = {"copy": 2 * size}, {"read2_write1": 3 * size}
+        return {Mode.FWD: fwd, Mode.FWD_NO_GRAD: fwd, Mode.BWD: bwd, Mode.FWD_BWD: {**fwd, **bwd}}[mode]
+
     def flops(self, shape: Shape, mode: Mode) -> int:
         return shape[0] * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 1, Mode.FWD_BWD: 2}[mode]
 

@@ -78,6 +78,12 @@ class RMSNormOperator(BenchmarkOperator):
         bwd = (3 * m * n + 2 * n) * size + 4 * m
         return {Mode.FWD: fwd, Mode.FWD_NO_GRAD: fwd, Mode.BWD: bwd, Mode.FWD_BWD: fwd + bwd}[mode]
 
+    def traffic(self, shape: Shape, mode: Mode) -> dict[str, int]:
+        # fwd reads x and writes y (a copy's pattern); bwd reads x and dy and writes dx.
+        fwd, bwd = self.bytes_moved(shape, Mode.FWD), self.bytes_moved(shape, Mode.BWD)
+        return {Mode.FWD: {"copy": fwd}, Mode.FWD_NO_GRAD: {"copy": fwd}, Mode.BWD: {"read2_write1": bwd},
+                Mode.FWD_BWD: {"copy": fwd, "read2_write1": bwd}}[mode]
+
     def flops(self, shape: Shape, mode: Mode) -> int:
         m, n = shape
         # About 4 flops per element forward (square, sum, scale twice), 8 backward.

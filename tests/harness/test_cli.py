@@ -36,7 +36,7 @@ def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
             assert latency.p20 <= latency.p50 <= latency.p80 and latency.n_samples >= 10
     tables = [p for p in tmp_path.iterdir() if re.fullmatch(r"exp_bwd_fp32_\d{8}T\d{6}Z\.csv", p.name)]
     assert len(tables) == 1, "one timestamped table per mode, named like the default result file"
-    rows = list(csv.reader(tables[0].open()))
+    rows = list(csv.reader(tables[0].open(), delimiter=";"))
     assert rows[0][:2] == ["numel", "eager-accuracy"] and rows[-1][0] == "average"
 
 

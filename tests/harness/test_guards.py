@@ -14,7 +14,8 @@ from harness.report.records import BELOW_FLOOR, REVIEW_SPEEDUP, Baseline, cell_r
 from harness.report.table import TableData, render
 from operators.exp.operator import ExpOperator
 
-CEILINGS = DeviceCeilings(copy_gbps=4000.0, peak_gbps=4800.0, peak_tflops=None)
+CEILINGS = DeviceCeilings(copy_gbps=4000.0, peak_gbps=4800.0, peak_tflops=None,
+                          traffic_gbps={"copy": 4000.0, "read2_write1": 4400.0, "read": 4500.0})
 
 
 def _records(latency_ms: float, baseline_p50: float, backend: str = "triton") -> list:
@@ -86,3 +87,22 @@ def test_datasheet_peaks_tell_the_pcie_and_nvl_parts_from_the_sxm_ones(
     assert device.declared_peak_tflops("cuda", torch.bfloat16) == tflops
     assert device.declared_peak_gbps("cuda", copy_gbps=1000.0) == gbps
 
+
+
+def test_pct_peak_reads_each_cell_against_the_ceiling_of_its_traffic_pattern() -> None:
+    op = ExpOperator("cuda", torch.bfloat16)
+    size = 2**26 * 2
+    mixed = 5 * size / (2 * size / 4000.0 + 3 * size / 4400.0)
+    cases = {Mode.FWD: 4000.0, Mode.BWD: 4400.0, Mode.FWD_BWD: mixed}
+    for mode, ceiling in cases.items():
+        ms = op.bytes_moved((2**26,), mode) / (0.9 * ceiling * 1e9) * 1e3
+        m = Measurement(repeats=[SampleStats(ms, ms, ms, 50)])
+        record, = cell_records(op, mode, (2**26,), "triton", m, None, ["pct_peak"], CEILINGS,
+                               Baseline("eager", "eager"))
+        assert record.value == pytest.approx(90.0), mode
+
+
+def test_a_mix_of_patterns_takes_each_patterns_time_at_its_ceiling() -> None:
+    assert CEILINGS.memory_ceiling({"copy": 4000, "read": 4500}) == pytest.approx(8500 / 2)
+    assert CEILINGS.memory_ceiling({"copy": 1}) == 4000.0
+    assert CEILINGS.memory_ceiling({"write_only": 1}) is None and CEILINGS.memory_ceiling(None) is None

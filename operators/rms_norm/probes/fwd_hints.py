@@ -1,12 +1,12 @@
 """What the L2 lines left dirty by the timer's flush cost a short forward (prediction 25 in ``NOTES.md``).
 
-The timer flushes L2 by zeroing a buffer of at least twice its size (256 MiB on the H200),
-which leaves L2 full of dirty lines that the timed kernel's own lines evict, and so write
-back inside its timed window.  For each shape this times, with that flush and with a clean
-one (the zeroing followed by a read-only pass over another buffer, so the write-back happens
-before the timed window), a copy of the same bytes and Triton's default forward; ``y`` and
-``rstd`` are checked against float64 (probe 31 also timed a copy of the looped kernel with
-hints on its ``y`` stores, which bc65cd0 holds)::
+A flush that zeroes a buffer of at least twice L2's size (256 MiB on the H200; the timer's
+flush until issue 16, and ``triton.testing.do_bench``'s) leaves L2 full of dirty lines that
+the timed kernel's own lines evict, and so write back inside its timed window.  For each shape
+this times, with that flush and with the timer's clean one (a read-only pass, so the
+write-back happens before the timed window), a copy of the same bytes and Triton's default
+forward; ``y`` and ``rstd`` are checked against float64 (probe 31 also timed a copy of the
+looped kernel with hints on its ``y`` stores, which bc65cd0 holds)::
 
     python -m operators.rms_norm.probes.fwd_hints --out fwd_hints.json [--shape M,N]
 """
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import functools
 
-import torch
-
-from harness.measure.timing import CudaTimer, L2Flusher
+from harness.measure.timing import CudaTimer
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
 from operators.rms_norm.probes.common import (
@@ -33,32 +31,10 @@ from operators.rms_norm.probes.common import (
 SHAPES = ((4096, 8192), (4096, 5120), (4096, 4096), (4096, 16384), (16384, 8192))
 
 
-class CleanL2Flusher(L2Flusher):
-    """The timer's flush followed by a read-only pass over a second buffer of the same size,
-    which leaves L2 holding clean lines (the zeroed ones written back before the timed call)."""
-
-    def __init__(self, device: torch.device):
-        super().__init__(device)
-        self.clean = torch.ones_like(self.buffer)
-
-    def __call__(self) -> None:
-        super().__call__()
-        self.clean.max()
-
-
-class CleanFlushTimer(CudaTimer):
-    """:class:`CudaTimer` with :class:`CleanL2Flusher` as its flush."""
-
-    def _flusher(self) -> L2Flusher:
-        if self._flush is None:
-            self._flush = CleanL2Flusher(torch.device("cuda", torch.cuda.current_device()))
-        return self._flush
-
-
 def main() -> None:
     args = probe_parser(__doc__, ", ".join(f"{m}x{n}" for m, n in SHAPES)).parse_args()
-    timer, copy_gbps = start_gpu_timing()
-    clean_timer = CleanFlushTimer(timer.warmup_ms, timer.rep_ms)
+    clean_timer, copy_gbps = start_gpu_timing()
+    timer = CudaTimer(clean_timer.warmup_ms, clean_timer.rep_ms, flush="dirty")
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
         x, weight, *refs = fwd_inputs(m, n)

@@ -1,0 +1,115 @@
+"""What a run leaves behind: its tables (terminal and CSV), its result file, and its exit status.
+
+Every run keeps its records in a result file (``--output-json PATH``, or by default a
+timestamped file in the ignored ``--output-dir``; ``--no-save`` turns it off), rewritten after
+each finished cell, so a run that is stopped keeps what it finished.  ``--csv -`` writes the
+tables as CSV to stdout (``;``-separated, one after another, as tritonbench does) and then
+prints everything else to stderr; ``--csv PATH`` writes one file, or, for several tables, one
+file each named ``<stem>_<op>_<mode>_<precision><suffix>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from harness.report.results import Record, write_csv
+from harness.report.table import TableData, group_records, render, x_label
+
+MAX_LISTED_FAILURES = 8
+
+
+def run_stamp() -> str:
+    """The UTC time that names every file of one run."""
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def result_name(ops: list[str], modes: list[str], precision: str, stamp: str, suffix: str) -> str:
+    return f"{'+'.join(ops)}_{'+'.join(modes)}_{precision}_{stamp}.{suffix}"
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run writes: its result file (None with --no-save), its CSV target, the stamp."""
+
+    json_path: Path | None
+    csv: str | None
+    output_dir: Path
+    precision: str
+    stamp: str
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, precision: str, modes: list[str]) -> Outputs:
+        stamp = run_stamp()
+        json_path = None
+        if not args.no_save:
+            json_path = (Path(args.output_json) if args.output_json
+                         else Path(args.output_dir) / result_name(args.op, modes, precision, stamp, "json"))
+        return cls(json_path, args.csv, Path(args.output_dir), precision, stamp)
+
+    @property
+    def text(self) -> TextIO:
+        """Where the human-readable output goes: stderr when stdout carries CSV."""
+        return sys.stderr if self.csv == "-" else sys.stdout
+
+    def csv_path(self, op: str, mode: str, several: bool) -> Path | None:
+        """The CSV file of one table (None when the tables go to stdout)."""
+        if self.csv == "-":
+            return None
+        if not self.csv:
+            return self.output_dir / result_name([op], [mode], self.precision, self.stamp, "csv")
+        path = Path(self.csv)
+        if several:
+            return path.with_name(f"{path.stem}_{op}_{mode}_{self.precision}{path.suffix or '.csv'}")
+        return path
+
+
+def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str, list[str]],
+                 outputs: Outputs) -> None:
+    """Every (op, mode, dtype) table on the terminal, and as CSV where ``--csv`` asks."""
+    groups = group_records(records)
+    for (op, mode, _), group in groups.items():
+        print(render(group, labels[op], orders.get(op)), file=outputs.text)
+        print(file=outputs.text)
+        if outputs.csv is None:
+            continue
+        data = TableData(group, labels[op], orders.get(op))
+        path = outputs.csv_path(op, mode, len(groups) > 1)
+        if path is None:
+            print(data.csv(delimiter=";"))
+        else:
+            write_csv(path, data.header(), data.raw_rows(), delimiter=";")
+            print(f"csv: {path}", file=outputs.text)
+
+
+def failed_cells(records: list[Record]) -> list[str]:
+    """The cells that failed (an error or accuracy 0), each as ``op/mode/backend/x_val``, in order."""
+    failed: dict[str, None] = {}
+    for r in records:
+        if r.status == "error" or (r.metric == "accuracy" and r.status == "ok" and r.value == 0):
+            failed[f"{r.op}/{r.mode}/{r.backend}/{x_label(r.x_val)}"] = None
+    return list(failed)
+
+
+def exit_status(records: list[Record], ending: str, outputs: Outputs) -> int:
+    """Print why the run ended as it did and the result file's name (the last line); the status."""
+    status = 0
+    if ending != "finished":
+        print(f"{ending}: finished cells were kept", file=sys.stderr)
+        status = 130 if ending == "interrupted" else 143
+    elif failed := failed_cells(records):
+        more = f" and {len(failed) - MAX_LISTED_FAILURES} more" if len(failed) > MAX_LISTED_FAILURES else ""
+        print(f"{len(failed)} cell(s) failed: " + ", ".join(failed[:MAX_LISTED_FAILURES]) + more,
+              file=sys.stderr)
+        status = 1
+    elif not any(r.status == "ok" for r in records):
+        reason = next((r.error for r in records if r.error), "no cells")
+        print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
+        status = 1
+    if outputs.json_path is not None:
+        print(f"results: {outputs.json_path}", file=outputs.text)
+    return status
