@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,11 +14,15 @@ from harness.cli.args import UsageError, check_writable, validate_choices
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
 from harness.cli.run_output import Outputs, exit_status, print_tables
+from harness.cli.run_ranked import run_ranked
+from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.continuation import continue_in_workers, remaining_work
 from harness.measure.errors import ContextLost
+from harness.measure.ranks import Rank
 from harness.measure.runner import run_sweep
+from harness.measure.shards import ShardError, deal, parse_shard, restrict
 from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
@@ -153,14 +156,6 @@ def _sweeps(args: argparse.Namespace, settings: RunSettings) -> list[Sweep]:
     return sweeps
 
 
-class Terminated(BaseException):
-    """SIGTERM (``timeout``, a CI time limit): the run stops as Ctrl-C stops it."""
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
     """Run every sweep, passing records to ``sink`` as cells finish; how the run ended
     (``finished``, ``interrupted`` by Ctrl-C or ``terminated`` by SIGTERM).
@@ -169,9 +164,8 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
     worker processes (:mod:`harness.measure.continuation`).
     """
     total = sum(len(sweep.shapes) * len(sweep.backends) for sweep in sweeps)
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        with ProgressDisplay(total) as progress:
+        with sigterm_raises(), ProgressDisplay(total) as progress:
             for index, sweep in enumerate(sweeps):
                 sweep.progress = progress
                 try:
@@ -183,8 +177,6 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
         return "interrupted"
     except Terminated:
         return "terminated"
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return "finished"
 
 
@@ -197,6 +189,17 @@ def run_command(argv: list[str]) -> int:
         raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
     settings = _settings(args)
     sweeps = _sweeps(args, settings)
+    rank = Rank.from_env()
+    if rank is not None:
+        if args.shard:
+            raise UsageError("--shard cannot run under torchrun: its ranks share the run among themselves")
+        return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
+    if args.shard:
+        try:
+            part, parts = parse_shard(args.shard)
+        except ShardError as exc:
+            raise UsageError(str(exc)) from exc
+        sweeps = restrict(sweeps, deal(sweeps, parts)[part - 1])
     outputs = Outputs.of(args, settings.precision, [m.value for m in modes_from(args)])
     check_writable(outputs.json_path)
     if args.csv not in (None, "", "-"):
@@ -207,6 +210,7 @@ def run_command(argv: list[str]) -> int:
     header = make_header(settings.device, python_argv(), {
         "copy_gbps": ceilings.copy_gbps, "ceilings_gbps": ceilings.traffic_gbps,
         "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
+        "shard": args.shard,
     })
     records: list[Record] = []
 

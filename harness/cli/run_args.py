@@ -79,6 +79,12 @@ def build_parser() -> OneLineParser:
     add("--startup-timeout", type=positive_float, default=600.0,
         help="with --isolate: seconds a cell's worker may take to start timing: imports, inputs, the "
              "reference, set-up and the first call, where compilation happens (default 600)")
+    add("--shard", metavar="K/N",
+        help="run the K-th of N disjoint parts of the sweep, dealt by estimated cost "
+             "(run.py merge joins them)")
+    add("--gather-timeout", type=positive_float, default=1800.0,
+        help="under torchrun: seconds rank 0 waits for a silent rank before it gives up on its cells "
+             "(default 1800)")
     add("--plugin", action="append", default=[], metavar="FILE.py",
         help="load a file registering extra backends or operators; repeatable")
     add("--csv", nargs="?", const="", metavar="PATH",
