@@ -29,6 +29,9 @@ EXAMPLES = """examples:
   python run.py --op exp --repeats 7 --output-json current.json
   python run.py compare baseline.json current.json --markdown summary.md
   python run.py show results.json --mode bwd   (print a result file's tables)
+  python run.py export results.json --format hud-v3 -o hud.json   (tritonbench-csv, tritonbench-json)
+  python run.py --op rms_norm --shard 2/4 --output-json part2.json   (run.py merge joins the parts)
+  torchrun --nproc-per-node 8 run.py --op gemm --mode fwd,bwd --repeats 7   (one rank a GPU)
   python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
 """
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
