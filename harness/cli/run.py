@@ -114,6 +114,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
         timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
         plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
+        profile_dir=None if args.profile is None else str(Path(args.profile).resolve()),
     )
 
 

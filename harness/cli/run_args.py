@@ -88,6 +88,9 @@ def build_parser() -> OneLineParser:
     add("--gather-timeout", type=positive_float, default=1800.0,
         help="under torchrun: seconds rank 0 waits for a silent rank before it gives up on its cells "
              "(default 1800)")
+    add("--profile", metavar="DIR",
+        help="write a torch.profiler trace (Chrome/Perfetto JSON) of a few calls of each cell to DIR, named "
+             "<op>_<mode>_<shape>_<backend>.json (no flush or spin kernels in it)")
     add("--plugin", action="append", default=[], metavar="FILE.py",
         help="load a file registering extra backends or operators; repeatable")
     add("--csv", nargs="?", const="", metavar="PATH",

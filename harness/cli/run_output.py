@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.report.results import Record, write_csv
-from harness.report.table import TableData, group_records, render, x_label
+from harness.report.table import TableData, group_records, kernel_tables, render, x_label
 
 MAX_LISTED_FAILURES = 8
 
@@ -75,6 +75,8 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
     for (op, mode, _), group in groups.items():
         print(render(group, labels[op], orders.get(op)), file=outputs.text)
         print(file=outputs.text)
+        for table in kernel_tables(group):
+            print(table + "\n", file=outputs.text)
         if outputs.csv is None:
             continue
         data = TableData(group, labels[op], orders.get(op))

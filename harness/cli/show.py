@@ -14,7 +14,7 @@ from harness.cli.args import OneLineParser, UsageError, comma_list, validate_cho
 from harness.operator import Mode
 from harness.registry import load_operator, operator_names
 from harness.report.results import ResultFileError, read_json
-from harness.report.table import ceilings_line, group_records, options_line, render
+from harness.report.table import ceilings_line, group_records, kernel_tables, options_line, render
 
 
 def show_main(argv: list[str]) -> int:
@@ -39,6 +39,8 @@ def show_main(argv: list[str]) -> int:
         label = load_operator(op).x_val_label if op in known else "x_val"
         print(render(group, label))
         print()
+        for table in kernel_tables(group):
+            print(table + "\n")
     print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
           f"{ceilings_line(header.get('ceilings_gbps'), header.get('copy_gbps'))}")
     if line := options_line(header.get("options")):
