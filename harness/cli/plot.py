@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, check_writable, comma_list, validate_choices
+from harness.cli.args import (
+    OneLineParser,
+    UsageError,
+    check_writable,
+    comma_list,
+    read_result_file,
+    validate_choices,
+)
 from harness.operator import Mode
 from harness.report.plot import PLOT_METRICS, SUFFIXES, plot_results
-from harness.report.results import ResultFileError, read_json
 
 
 def checked_plot_path(path: Path) -> Path:
@@ -37,10 +43,7 @@ def plot_main(argv: list[str]) -> int:
         validate_choices("metric", [args.metric], PLOT_METRICS)
     if args.mode is not None:
         validate_choices("mode", args.mode, [mode.value for mode in Mode])
-    try:
-        header, records = read_json(args.results)
-    except ResultFileError as exc:
-        raise UsageError(str(exc)) from exc
+    header, records = read_result_file(args.results)
     output = checked_plot_path(args.output or args.results.with_suffix(".png"))
     present = list(dict.fromkeys(r.mode for r in records))
     records = [r for r in records if args.mode is None or r.mode in args.mode]
