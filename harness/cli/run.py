@@ -211,7 +211,8 @@ def run_command(argv: list[str]) -> int:
     check_writable(outputs.json_path)
     if args.csv not in (None, "", "-"):
         check_writable(Path(args.csv))
-    ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer)
+    ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer,
+                                any(sweep.timed for sweep in sweeps))
     for sweep in sweeps:
         sweep.ceilings = ceilings
     header = make_header(settings.device, python_argv(), {

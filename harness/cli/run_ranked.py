@@ -48,7 +48,8 @@ def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swe
     store = RecordStore(rank)
     shares = deal(sweeps, rank.world)
     mine = restrict(sweeps, shares[rank.rank])
-    ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer)
+    ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer,
+                                any(sweep.timed for sweep in sweeps))
     name = torch.cuda.get_device_name() if settings.device == "cuda" else socket.gethostname()
     store.publish("gpu", {"rank": rank.rank, "gpu": rank.gpu_name(settings.device), "device_name": name,
                           "ceilings_gbps": ceilings.traffic_gbps})

@@ -39,8 +39,12 @@ class DeviceCeilings:
         return sum(traffic.values()) / seconds if seconds > 0 else None
 
 
-def measure_ceilings(device: str, dtype: torch.dtype, timer: TimerSettings) -> DeviceCeilings:
-    """The bandwidth of every traffic pattern measured now, and the datasheet peaks."""
+def measure_ceilings(device: str, dtype: torch.dtype, timer: TimerSettings,
+                     timed: bool = True) -> DeviceCeilings:
+    """The bandwidth of every traffic pattern measured now, and the datasheet peaks; nothing for a
+    run that times no cell (an accuracy-only run has no use for them)."""
+    if not timed:
+        return DeviceCeilings(None, None, None)
     traffic = measure_traffic_gbps(device, timer)
     return DeviceCeilings(copy_gbps=traffic["copy"], peak_gbps=declared_peak_gbps(device, traffic["copy"]),
                           peak_tflops=declared_peak_tflops(device, dtype), traffic_gbps=traffic)

@@ -14,6 +14,9 @@ import torch
 MAX_ERROR_CHARS = 4000
 """The most of an error's text a record keeps."""
 
+CONTEXT_LOST_NOTE = "(the CUDA context was lost: the rest of the run went on in a fresh process)"
+"""Appended to the error of the cell whose failure poisoned the CUDA context."""
+
 STICKY_ERRORS = re.compile(
     r"illegal memory access|unspecified launch failure|device-side assert|illegal instruction|"
     r"misaligned address|an illegal address|cudaErrorLaunchFailure|cudaErrorIllegalAddress|"
@@ -37,12 +40,15 @@ def error_text(exc: BaseException) -> str:
 
 
 def error_line(text: str | None) -> str:
-    """The one line of an error's text that says what went wrong.
+    """The one line of an error's text that says what went wrong (and, for the culprit of a lost
+    CUDA context, :data:`CONTEXT_LOST_NOTE`).
 
     The message after the caret of a compiler error (Triton's ``at 4:33:`` is followed by the
     source and a caret), else the last line naming an exception, else the first line that is
     not boilerplate (CUDA's advice on debugging, traceback frames).
     """
+    if text and CONTEXT_LOST_NOTE in text:
+        return f"{error_line(text.replace(CONTEXT_LOST_NOTE, ''))} {CONTEXT_LOST_NOTE}"
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     if not lines:
         return "no message"

@@ -32,7 +32,7 @@ from harness.measure.cell import (
     snapshot,
     time_cell,
 )
-from harness.measure.errors import ContextLost, context_lost, error_text
+from harness.measure.errors import CONTEXT_LOST_NOTE, ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
 from harness.measure.profile import profile_cell, trace_name
 from harness.measure.sweep import Sweep
@@ -118,7 +118,7 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
         """Record ``name``'s error; a failure that poisoned the CUDA context ends the shape here."""
         errors[name] = text
         if context_lost(op.device, text):
-            errors[name] += " (the CUDA context was lost: the rest of the run went on in a fresh process)"
+            errors[name] += f" {CONTEXT_LOST_NOTE}"
             lost.append(name)
 
     def build(name: str, backend: Backend) -> None:

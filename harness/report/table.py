@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
+from harness.measure.errors import error_line
 from harness.report.records import BELOW_FLOOR
 from harness.report.results import Record, csv_text
 
@@ -85,7 +86,7 @@ class TableData:
         if record.status == "skipped":
             return f"skip[{self._footnote(f'{record.backend}: {record.error}')}]"
         if record.status == "error" or record.value is None:
-            return f"ERR[{self._footnote(f'{record.backend}: {record.error}')}]"
+            return f"ERR[{self._footnote(f'{record.backend}: {error_line(record.error)}')}]"
         text = _fmt(record.value)
         if record.metric == "latency" and record.extra.get("spread") is not None:
             text += f" (±{100 * record.extra['spread']:.1f}%)"
@@ -135,7 +136,9 @@ def ceilings_line(traffic_gbps: dict[str, float] | None, copy_gbps: float | None
     from before the patterns were measured)."""
     if traffic_gbps:
         return "bandwidth (GB/s): " + ", ".join(f"{name} {gbps:.1f}" for name, gbps in traffic_gbps.items())
-    return "copy bandwidth: " + ("-" if copy_gbps is None else f"{copy_gbps:.1f} GB/s")
+    if copy_gbps is None:
+        return "bandwidth: not measured (no cell was timed)"
+    return f"copy bandwidth: {copy_gbps:.1f} GB/s"
 
 
 def options_line(options: dict | None) -> str | None:

@@ -73,6 +73,16 @@ def test_an_accuracy_run_calls_a_backend_only_for_its_two_checks(tmp_path: Path,
     assert len(count.read_text()) == 2, "the first call and the call on fresh inputs after it"
 
 
+def test_an_accuracy_run_measures_no_bandwidth_ceilings(tmp_path: Path) -> None:
+    """Ceilings only serve timed metrics: an accuracy-only run skips their copy kernels."""
+    out = tmp_path / "acc.json"
+    result = run_cli("--op", "exp", "--shape", "4096", "--metrics", "accuracy", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    header, _ = read_json(out)
+    assert header["copy_gbps"] is None and not header["ceilings_gbps"]
+    assert "bandwidth: not measured (no cell was timed)" in result.stdout
+
+
 def test_help_says_which_metrics_need_timing() -> None:
     listing = run_cli("--list-metrics").stdout
     assert (

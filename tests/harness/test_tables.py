@@ -7,6 +7,8 @@ import math
 
 import pytest
 
+from harness.measure.errors import CONTEXT_LOST_NOTE
+from harness.report.results import Record
 from harness.report.table import AVERAGE_NOTE, TableData, render
 from tests.helpers import sample_exp_records
 
@@ -30,3 +32,20 @@ def test_table_has_xval_column_baseline_first_spread_and_error_footnote() -> Non
     assert AVERAGE_NOTE in text
     assert "ERR[1]" in text and "[1] eager: RuntimeError: out of memory" in text
 
+
+
+def test_an_error_footnote_is_the_one_line_that_says_what_went_wrong() -> None:
+    """The result file keeps CUDA's whole text; the table keeps the message and, for the cell
+    that lost the CUDA context, that the run went on in a fresh process."""
+    full = ("AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+            "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call\n"
+            f"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions. {CONTEXT_LOST_NOTE}")
+    records = [r for r in sample_exp_records() if r.status != "error"]
+    records.append(Record("exp", "fwd", "float32", 8192, "triton", "latency", None, "ms",
+                          status="error", error=full))
+    text = render(records, "numel")
+    footnote = next(line for line in text.splitlines() if line.startswith("[1]"))
+    assert footnote == ("[1] triton: AcceleratorError: CUDA error: an illegal memory access was encountered "
+                        f"{CONTEXT_LOST_NOTE}")
+    assert "TORCH_USE_CUDA_DSA" not in text
