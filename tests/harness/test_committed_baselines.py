@@ -11,6 +11,7 @@ import copy
 import pytest
 
 from harness.compare.verdicts import Settings, judge
+from harness.measure.timing import FLUSHES
 from harness.operator import Mode
 from harness.registry import operator_names
 from harness.report.results import read_json
@@ -54,3 +55,10 @@ def test_baseline_catches_a_25_percent_slowdown_of_one_backend_there_only(path):
     others = {row.verdict for row in rows if row.key[4] != "triton"}
     assert triton == {"regression"}
     assert others <= {"unchanged", "noisy"} and "unchanged" in others
+
+
+@pytest.mark.parametrize("path", BASELINES, ids=lambda path: path.stem)
+def test_baseline_names_the_flush_the_workflow_reruns_it_with(path):
+    """The workflow times each (op, mode) with its baseline's flush (absent: the writing one)."""
+    header, _ = read_json(path)
+    assert header["timer"].get("flush", "dirty") in FLUSHES
