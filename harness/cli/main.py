@@ -1,4 +1,4 @@
-"""Entry point of ``run.py``: dispatch to the run or to a subcommand (compare, show, tune).
+"""Entry point of ``run.py``: dispatch to the run or to a subcommand (compare, show, tune, tritonbench).
 
 Bad input exits with status 2 and one line naming the valid choices; a run whose cells all
 succeeded exits 0, one with failed cells 1.
@@ -14,12 +14,14 @@ from harness.cli.args import UsageError
 from harness.cli.compare import compare_main
 from harness.cli.run import run_command
 from harness.cli.show import show_main
+from harness.cli.tritonbench import tritonbench_main
 from harness.cli.tune import tune_main
 
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": compare_main,
     "show": show_main,
     "tune": tune_main,
+    "tritonbench": tritonbench_main,
 }
 
 
