@@ -85,8 +85,8 @@ def hangs_after_first_call(self, x):
 
 @register_benchmark(operator="exp")
 def slow_setup(self, x):
-    """Takes 3 s to set up (as a compile would), then runs fast: within ``--startup-timeout``."""
-    time.sleep(3)
+    """Takes 8 s to set up (as a compile would), then runs fast: within ``--startup-timeout``."""
+    time.sleep(8)
     return lambda: torch.exp(x)
 
 
@@ -96,3 +96,23 @@ def poisons_context(self, x):
     def fail():
         raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
     return fail
+
+
+@register_benchmark(operator="exp")
+def dies_on_rank_1(self, x):
+    """Kills its process when run by torchrun's rank 1 (a crash in one GPU's kernel)."""
+    def call():
+        if os.environ.get("RANK") == "1":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return torch.exp(x)
+    return call
+
+
+@register_benchmark(operator="exp")
+def hangs_on_rank_1(self, x):
+    """Hangs when run by torchrun's rank 1 (a GPU that stops answering)."""
+    def call():
+        if os.environ.get("RANK") == "1":
+            time.sleep(600)
+        return torch.exp(x)
+    return call

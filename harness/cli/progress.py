@@ -30,8 +30,8 @@ def cell_label(event: CellEvent) -> str:
 class ProgressDisplay:
     """Counts finished cells of ``total``; a context manager that starts and stops the display."""
 
-    def __init__(self, total: int, stream=None):
-        self.total, self.done = total, 0
+    def __init__(self, total: int, stream=None, prefix: str = ""):
+        self.total, self.done, self.prefix = total, 0, prefix
         self.stream = stream or sys.stderr
         self.start = time.monotonic()
         self.bar: Progress | None = None
@@ -60,5 +60,5 @@ class ProgressDisplay:
             self.bar.update(self.task, description=label, completed=self.done)
         elif event.phase == "done":
             elapsed = time.monotonic() - self.start
-            print(f"[{self.done}/{self.total}] {elapsed:7.1f} s  {cell_label(event)}", file=self.stream,
-                  flush=True)
+            print(f"{self.prefix}[{self.done}/{self.total}] {elapsed:7.1f} s  {cell_label(event)}",
+                  file=self.stream, flush=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,19 +11,25 @@ import torch
 from tabulate import tabulate
 
 from harness.cli.args import UsageError, check_writable, validate_choices
+from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
-from harness.cli.run_output import Outputs, exit_status, print_tables
+from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
+from harness.cli.run_ranked import run_ranked
+from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.continuation import continue_in_workers, remaining_work
 from harness.measure.errors import ContextLost
+from harness.measure.ranks import Rank
 from harness.measure.runner import run_sweep
+from harness.measure.shards import ShardError, deal, parse_shard, restrict
 from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
 from harness.report.metrics import METRICS
+from harness.report.plot import PLOT_METRICS
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
@@ -111,6 +116,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
         timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
         plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
+        profile_dir=None if args.profile is None else str(Path(args.profile).resolve()),
     )
 
 
@@ -153,14 +159,6 @@ def _sweeps(args: argparse.Namespace, settings: RunSettings) -> list[Sweep]:
     return sweeps
 
 
-class Terminated(BaseException):
-    """SIGTERM (``timeout``, a CI time limit): the run stops as Ctrl-C stops it."""
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
-
-
 def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
     """Run every sweep, passing records to ``sink`` as cells finish; how the run ended
     (``finished``, ``interrupted`` by Ctrl-C or ``terminated`` by SIGTERM).
@@ -169,9 +167,8 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
     worker processes (:mod:`harness.measure.continuation`).
     """
     total = sum(len(sweep.shapes) * len(sweep.backends) for sweep in sweeps)
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        with ProgressDisplay(total) as progress:
+        with sigterm_raises(), ProgressDisplay(total) as progress:
             for index, sweep in enumerate(sweeps):
                 sweep.progress = progress
                 try:
@@ -183,8 +180,6 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
         return "interrupted"
     except Terminated:
         return "terminated"
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return "finished"
 
 
@@ -197,6 +192,21 @@ def run_command(argv: list[str]) -> int:
         raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
     settings = _settings(args)
     sweeps = _sweeps(args, settings)
+    if args.plot:
+        checked_plot_path(Path(args.plot))
+        if not set(PLOT_METRICS) & set(settings.metrics):
+            raise UsageError(f"--plot draws {', '.join(PLOT_METRICS)}: add one to --metrics")
+    rank = Rank.from_env()
+    if rank is not None:
+        if args.shard:
+            raise UsageError("--shard cannot run under torchrun: its ranks share the run among themselves")
+        return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
+    if args.shard:
+        try:
+            part, parts = parse_shard(args.shard)
+        except ShardError as exc:
+            raise UsageError(str(exc)) from exc
+        sweeps = restrict(sweeps, deal(sweeps, parts)[part - 1])
     outputs = Outputs.of(args, settings.precision, [m.value for m in modes_from(args)])
     check_writable(outputs.json_path)
     if args.csv not in (None, "", "-"):
@@ -207,6 +217,7 @@ def run_command(argv: list[str]) -> int:
     header = make_header(settings.device, python_argv(), {
         "copy_gbps": ceilings.copy_gbps, "ceilings_gbps": ceilings.traffic_gbps,
         "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
+        "shard": args.shard,
     })
     records: list[Record] = []
 
@@ -221,6 +232,7 @@ def run_command(argv: list[str]) -> int:
     print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
     if line := options_line(header.get("options")):
         print(line, file=outputs.text)
+    write_plot(header, records, outputs)
     if outputs.json_path is not None:
         write_json(outputs.json_path, header, records)
     return exit_status(records, ending, outputs)

@@ -70,11 +70,24 @@ def _spec(sweeps: list[Sweep], work: list[ShapeWork]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Supervision:
+    """What the process waiting on a worker does meanwhile: ``poll()`` every fraction of a
+    second, and it ends the worker once ``stop()`` says so."""
+
+    stop: Callable[[], bool] = lambda: False
+    poll: Callable[[], None] = lambda: None
+
+
 def continue_in_workers(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list[Record]], None],
-                        progress: Callable[[CellEvent], None]) -> None:
+                        progress: Callable[[CellEvent], None],
+                        supervision: Supervision = Supervision()) -> None:
     """Run ``work`` in worker processes, passing their records to ``sink`` as cells finish."""
+    stop = supervision.stop
     while work:
-        finished, started, stderr, medians = _run_worker(sweeps, work, sink, progress)
+        finished, started, stderr, medians = _run_worker(sweeps, work, sink, progress, supervision)
+        if stop():
+            return
         culprit = started if started is not None and started not in finished else None
         if culprit is not None:
             sweep = sweeps[culprit[0]]
@@ -96,7 +109,8 @@ def continue_in_workers(sweeps: list[Sweep], work: list[ShapeWork], sink: Callab
 
 
 def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list[Record]], None],
-                progress: Callable[[CellEvent], None]) -> tuple[set, tuple | None, str, dict]:
+                progress: Callable[[CellEvent], None],
+                supervision: Supervision) -> tuple[set, tuple | None, str, dict]:
     """One worker over ``work``: the cells it finished, the last it started, its stderr, and the
     speedup baselines' medians it measured, by (sweep, shape)."""
     index_of = {(s.op.name, s.mode.value): i for i, s in enumerate(sweeps)}
@@ -136,21 +150,32 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
                                 progress(CellEvent(op, mode, tuple(shape), backend, phase))
                         if not running:
                             break
+                        supervision.poll()
+                        if supervision.stop():
+                            _kill(proc)
+                            break
                         time.sleep(0.2)
             except BaseException:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+                _kill(proc)
                 raise
             err.seek(0)
             return finished, started, err.read(), medians
 
 
+def _kill(proc: subprocess.Popen) -> None:
+    """End a worker and every process it started."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def _worker(spec: dict[str, Any], events_path: Path) -> int:
     settings = RunSettings.from_json(spec["settings"])
     from harness.device import prepare_backends
+    from harness.measure.ranks import select_gpu
 
     prepare_backends(settings.device)
+    select_gpu(settings.device)
     from harness.measure.runner import ShapeResume, run_shape
     from harness.plugins import load_plugins
     from harness.registry import load_operator

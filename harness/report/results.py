@@ -51,7 +51,9 @@ class Record:
     n_samples: int | None = None
     repeats: list[float] | None = None
     flag: str | None = None
-    extra: dict[str, float | None] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    gpu: str | None = None
+    """The device the cell ran on, in runs over several (``host/cuda:3``)."""
 
     def cell(self) -> tuple[str, str, str, tuple[int, ...], str]:
         """The (op, mode, dtype, x_val, backend) this record belongs to."""

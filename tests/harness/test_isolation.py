@@ -70,7 +70,7 @@ def test_the_timeout_bounds_a_cell_that_hangs_while_timing(tmp_path: Path) -> No
 
 def test_a_timeout_shorter_than_the_setup_does_not_fail_a_healthy_cell(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--isolate", "--timeout", "1",
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--isolate", "--timeout", "5",
                      "--shape", "100", "--only", "eager,slow_setup", "--metrics", "accuracy,latency",
                      "--rep", "1", "--warmup", "0", "--output-json", str(out))
     assert result.returncode == 0, result.stderr

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import torch
 
+from harness.measure.sweep import CellEvent
 from harness.operator import Mode
 from harness.report.results import read_json
 from operators.exp.operator import ExpOperator
@@ -48,9 +49,9 @@ def test_repeats_interleave_the_backends_and_rotate_which_goes_first() -> None:
 
     timed = []
 
-    def note(message: str) -> None:
-        if "(repeat" in message:
-            timed.append(message.split()[3])
+    def note(event: CellEvent) -> None:
+        if event.phase.startswith("repeat"):
+            timed.append(event.backend)
 
     run_cells(ExpOperator("cpu", torch.float32), Mode.FWD, (2000,), ["latency"], ["eager", "triton"],
               repeats=3, progress=note)

@@ -1,0 +1,190 @@
+"""Sweeps over several GPUs: ``--shard K/N`` parts that a merge joins into the whole run, and
+``torchrun`` ranks (on the CPU, one process a rank) that give the cells a single process gives,
+where a crash or a hang on one rank costs only its own cells."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.measure.shards import deal, parse_shard
+from harness.measure.sweep import Sweep
+from harness.operator import Mode
+from harness.report.results import read_json, write_json
+from operators.rms_norm.operator import RMSNormOperator
+from tests.helpers import ROOT, cpu_settings, run_cli
+
+PLUGIN = "examples/plugins/faulty_exp_backends.py"
+QUICK = ["--metrics", "accuracy,latency", "--rep", "1", "--warmup", "0"]
+SHAPES = [arg for n in (1000, 2000, 3000, 4000, 5000) for arg in ("--shape", str(n))]
+
+
+def _cells(path: Path) -> dict:
+    _, records = read_json(path)
+    return {(r.mode, r.x_val, r.backend, r.metric): r for r in records}
+
+
+def _torchrun(nproc: int, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "run.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+
+
+def test_dealing_gives_every_shape_to_one_shard_and_balances_the_cost() -> None:
+    settings = cpu_settings(["latency"])
+    op = RMSNormOperator("cuda", torch.bfloat16)
+    sweeps = [Sweep(op, mode, op.default_shapes(), ["eager", "triton"], "eager", settings) for mode in Mode]
+    shards = deal(sweeps, 3)
+    units = [unit for shard in shards for unit in shard]
+    assert sorted(units) == sorted(set(units)) and len(units) == 4 * len(op.default_shapes())
+    assert all(shard == sorted(shard) for shard in shards), "each shard runs in the run's order"
+    largest = max(
+        range(len(op.default_shapes())), key=lambda j: op.bytes_moved(op.default_shapes()[j], Mode.FWD)
+    )
+    holders = {k for k, shard in enumerate(shards) for unit in shard if unit.shape == largest}
+    assert len(holders) > 1, "the largest shapes of the four modes are spread out, not in one block"
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "2", "a/b"])
+def test_a_bad_shard_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(ValueError, match="expected K/N"):
+        parse_shard(text)
+    result = run_cli("--op", "exp", "--shard", text)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_shards_are_disjoint_and_their_merge_is_the_whole_run(tmp_path: Path) -> None:
+    common = ["--op", "exp", "--mode", "fwd,bwd", *SHAPES, "--only", "eager,triton", *QUICK]
+    whole = tmp_path / "whole.json"
+    assert run_cli(*common, "--output-json", str(whole)).returncode == 0
+    parts = []
+    for k in (1, 2, 3):
+        part = tmp_path / f"part{k}.json"
+        result = run_cli(*common, "--shard", f"{k}/3", "--output-json", str(part))
+        assert result.returncode == 0, result.stderr
+        parts.append(part)
+    keys = [set(_cells(part)) for part in parts]
+    assert all(keys) and not (keys[0] & keys[1] or keys[0] & keys[2] or keys[1] & keys[2])
+    merged = tmp_path / "merged.json"
+    result = run_cli("merge", *map(str, parts), "-o", str(merged))
+    assert result.returncode == 0, result.stderr
+    assert set(_cells(merged)) == set(_cells(whole))
+    header, _ = read_json(merged)
+    assert sorted(header["shards"]) == ["1/3", "2/3", "3/3"]
+    compared = run_cli(
+        "compare",
+        str(whole),
+        str(merged),
+        "--max-noisy",
+        "0.99",
+        "--threshold",
+        "0.99",
+        "--small-threshold",
+        "0.99",
+        "--noisy-threshold",
+        "99",
+    )
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+
+
+@pytest.mark.parametrize("field", ["git_commit", "timer", "options"])
+def test_merge_refuses_parts_of_other_code_or_settings(tmp_path: Path, field: str) -> None:
+    part = tmp_path / "a.json"
+    assert (
+        run_cli(
+            "--op",
+            "exp",
+            "--shape",
+            "1000",
+            "--only",
+            "eager",
+            *QUICK,
+            "--shard",
+            "1/2",
+            "--output-json",
+            str(part),
+        ).returncode
+        == 0
+    )
+    header, records = read_json(part)
+    other = tmp_path / "b.json"
+    changed = {"git_commit": "f" * 40, "timer": {**header["timer"], "rep_ms": 7.0}, "options": {"bias": "2d"}}
+    write_json(other, {**header, field: changed[field]}, [])
+    result = run_cli("merge", str(part), str(other), "-o", str(tmp_path / "m.json"))
+    assert result.returncode == 2 and f"differ in {field}" in result.stderr
+    overlap = run_cli("merge", str(part), str(part), "-o", str(tmp_path / "m.json"))
+    assert overlap.returncode == 2 and "both hold accuracy of exp/fwd/float32/1000/eager" in overlap.stderr
+
+
+def test_two_torchrun_ranks_give_the_cells_and_verdicts_of_one_process(tmp_path: Path) -> None:
+    common = ["--op", "exp", "--mode", "fwd,bwd", *SHAPES[:6], "--only", "eager,triton", *QUICK]
+    single, ranked = tmp_path / "single.json", tmp_path / "ranked.json"
+    assert run_cli(*common, "--output-json", str(single)).returncode == 0
+    result = _torchrun(2, *common, "--output-json", str(ranked))
+    assert result.returncode == 0, result.stderr[-3000:]
+    one, two = _cells(single), _cells(ranked)
+    assert set(one) == set(two)
+    assert {k: r.value for k, r in one.items() if k[3] == "accuracy"} == {
+        k: r.value for k, r in two.items() if k[3] == "accuracy"
+    }
+    header, records = read_json(ranked)
+    assert [gpu["rank"] for gpu in header["gpus"]] == [0, 1] and header["world_size"] == 2
+    assert {r.gpu for r in records} == {f"{gpu['gpu']}" for gpu in header["gpus"]}
+    assert "exp bwd float32" in result.stdout
+
+
+def test_a_crash_on_one_rank_costs_only_its_cell(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = _torchrun(
+        2,
+        "--plugin",
+        PLUGIN,
+        "--op",
+        "exp",
+        *SHAPES[:4],
+        "--only",
+        "eager,dies_on_rank_1",
+        *QUICK,
+        "--output-json",
+        str(out),
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    cells = _cells(out)
+    died = [k for k, r in cells.items() if r.status == "error"]
+    assert died and all(k[2] == "dies_on_rank_1" and "worker process died" in cells[k].error for k in died)
+    assert all(cells[("fwd", n, "eager", "accuracy")].value == 1.0 for n in (1000, 2000))
+    assert any(cells[("fwd", n, "dies_on_rank_1", "accuracy")].value == 1.0 for n in (1000, 2000))
+
+
+def test_a_rank_that_hangs_is_given_up_on_and_the_others_are_kept(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = _torchrun(
+        2,
+        "--plugin",
+        PLUGIN,
+        "--op",
+        "exp",
+        *SHAPES[:4],
+        "--only",
+        "eager,hangs_on_rank_1",
+        *QUICK,
+        "--gather-timeout",
+        "20",
+        "--output-json",
+        str(out),
+    )
+    assert result.returncode == 1, result.stderr[-3000:]
+    cells = _cells(out)
+    lost = [k for k, r in cells.items() if r.status == "error"]
+    assert lost and all("rank 1 stopped reporting" in cells[k].error for k in lost)
+    assert any(cells[("fwd", n, "hangs_on_rank_1", "accuracy")].value == 1.0 for n in (1000, 2000))
