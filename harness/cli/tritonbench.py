@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from harness.cli.args import UsageError
+from harness.device import prepare_backends
 from harness.measure.errors import error_line, error_text
 from harness.tritonbench.registration import TritonbenchUnavailable, import_tritonbench, interpreter_problem
 from harness.tritonbench.runner import TritonbenchUsageError, run_tritonbench
@@ -35,6 +36,8 @@ def tritonbench_main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     args = argv[1:] if argv[:1] == ["--"] else argv
+    # Before tritonbench imports Triton: on the CPU this turns Triton's interpreter on.
+    prepare_backends(_device(args))
     try:
         import_tritonbench()
     except TritonbenchUnavailable as exc:

@@ -9,7 +9,6 @@ runs several operators, or ``--isolate``, in subprocesses.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,20 @@ from typing import Any
 from harness.tritonbench.adapters import ADAPTERS
 from harness.tritonbench.registration import import_tritonbench, register_with_tritonbench
 
+Namespace = Any
+"""tritonbench's parsed arguments (an ``argparse.Namespace``; only the command line imports argparse)."""
+
 
 class TritonbenchUsageError(Exception):
     """tritonbench arguments this runner cannot honour; the message says why."""
 
 
-def _rep_ms(tb_args: argparse.Namespace) -> float:
+def _rep_ms(tb_args: Namespace) -> float:
     """The measurement budget: ``--rep`` in newer tritonbench, ``--iter`` in older (both ms)."""
     return tb_args.rep if hasattr(tb_args, "rep") else tb_args.iter
 
 
-def _single_operator(tb_args: argparse.Namespace) -> str:
+def _single_operator(tb_args: Namespace) -> str:
     ops = [op for op in (tb_args.op or "").split(",") if op]
     if len(ops) != 1:
         raise TritonbenchUsageError(
@@ -40,7 +42,7 @@ def _single_operator(tb_args: argparse.Namespace) -> str:
     return ops[0]
 
 
-def _write(result: Any, tb_args: argparse.Namespace, op: str) -> None:
+def _write(result: Any, tb_args: Namespace, op: str) -> None:
     """Print and save ``result`` as tritonbench's ``--csv``, ``--output``, ``--output-json`` and
     ``--output-dir`` say."""
     if not tb_args.skip_print:
