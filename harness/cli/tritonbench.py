@@ -3,8 +3,8 @@ backends added (``opbench_triton``, ``opbench_helion``, ``opbench_torch_compile`
 rms_norm, gemm and addmm); ARGS are tritonbench's own, e.g.
 ``python run.py tritonbench -- --op rms_norm --bwd --metrics latency,speedup,accuracy``.
 
-For tritonbench versions without ``--plugin`` (with it, pass
-``--plugin harness.tritonbench.register_with_tritonbench`` to tritonbench itself).  Exit 2 with
+For tritonbench versions without a plugin hook (where it has one, point it at
+``harness.tritonbench.register_with_tritonbench``).  Exit 2 with
 one line when tritonbench is not installed or the arguments ask for subprocesses (several
 operators, ``--isolate``), which would not see the backends; exit 1 when the run fails.
 """

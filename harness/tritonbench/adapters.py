@@ -6,11 +6,11 @@ inputs and options:
 
 - ``vector_exp`` ``(x,)`` -> ``exp`` on ``x``; the output is returned as ``{"output": y}``, the
   form tritonbench's vector_exp metrics read.
-- ``rms_norm`` ``(H, x)`` (older tritonbench, no weight: every backend builds a weight of ones
-  of width H) or ``(H, x, weight)`` (newer) -> ``rms_norm`` on ``(x, weight, 1e-6)``, tritonbench's
-  eps.  Without a weight in the tuple we build ``ones(H)`` in ``x``'s dtype requiring grad, like
-  the ones tritonbench's newer versions yield (and like the ``nn.Parameter`` its baseline
-  builds, so that ``--bwd`` has a gradient to compute when ``x`` does not require one).
+- ``rms_norm`` ``(H, x)`` (no weight: each of its backends builds a weight of ones of width H)
+  -> ``rms_norm`` on ``(x, weight, 1e-6)``, tritonbench's eps.  We build ``ones(H)`` in ``x``'s
+  dtype requiring grad, like the ``nn.Parameter`` its baseline builds, so that ``--bwd`` has a
+  gradient to compute when ``x`` does not require one; a weight given as a third element is
+  used as it is.
 - ``gemm`` ``(a, w, bias)`` -> ``gemm`` on ``(a, w)``, or with a bias (a row ``(N,)``) ``addmm`` on
   ``(bias, a, w)`` with the row bias: ``a @ w + bias``, what tritonbench's baseline computes.
 - ``addmm`` ``(a, mat1, mat2)``, ``a`` the bias, ``(M, N)`` -> ``addmm`` on the same tuple with the
@@ -44,10 +44,12 @@ class Call:
 
 
 def vector_exp(x: torch.Tensor) -> Call:
+    """tritonbench's ``vector_exp`` tuple ``(x,)``: our ``exp``."""
     return Call("exp", (x,))
 
 
 def rms_norm(hidden: int, x: torch.Tensor, weight: torch.Tensor | None = None) -> Call:
+    """tritonbench's ``rms_norm`` tuple ``(H, x)``: our ``rms_norm`` with a weight of ones."""
     if x.shape[-1] != hidden:
         raise ValueError(f"rms_norm: H={hidden} but x is {tuple(x.shape)}")
     if weight is None:
@@ -56,6 +58,7 @@ def rms_norm(hidden: int, x: torch.Tensor, weight: torch.Tensor | None = None) -
 
 
 def gemm(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> Call:
+    """tritonbench's ``gemm`` tuple ``(a, w, bias)``: our ``gemm``, or ``addmm`` with a row bias."""
     if bias is None:
         return Call("gemm", (a, w))
     n = w.shape[1]
@@ -66,6 +69,7 @@ def gemm(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> 
 
 
 def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> Call:
+    """tritonbench's ``addmm`` tuple ``(a, mat1, mat2)``, ``a`` the bias: our ``addmm``."""
     return Call("addmm", (bias, mat1, mat2), {"bias": "2d" if bias.dim() == 2 else "1d"})
 
 

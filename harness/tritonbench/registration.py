@@ -94,7 +94,8 @@ def benchmark_method(tritonbench_op: str, label: str) -> Callable[..., Callable[
 def register_with_tritonbench(operators: Iterable[str] | None = None) -> dict[str, str]:
     """Add our backends to tritonbench's operators (default: all four); safe to call again.
 
-    The entry point of tritonbench's ``--plugin harness.tritonbench.register_with_tritonbench``.
+    The plugin entry point (``harness.tritonbench.register_with_tritonbench``): it takes no
+    required argument.
     Returns, for each operator tritonbench could not load (e.g. ``addmm`` without its
     ``generative_recommenders`` dependency), why; the others got the three backends.
     """

@@ -1,6 +1,6 @@
 """Run one tritonbench operator in this process, with our backends registered on it.
 
-For tritonbench versions without ``--plugin``: backends registered in this process are seen
+For tritonbench versions without a plugin hook: backends registered in this process are seen
 only by an operator run in this process, so this drives tritonbench's own pieces directly (its
 argument parser, ``load_opbench_by_name``, the operator's ``run`` and its result's table, CSV
 and JSON writers) instead of its ``run.py``, which is not part of the installed package and
@@ -38,7 +38,7 @@ def _single_operator(tb_args: Namespace) -> str:
     if getattr(tb_args, "isolate", False):
         raise TritonbenchUsageError(
             "--isolate runs in subprocesses, which do not see backends registered here; "
-            "use tritonbench's --plugin harness.tritonbench.register_with_tritonbench where it has one")
+            "register harness.tritonbench.register_with_tritonbench as a plugin where tritonbench has one")
     return ops[0]
 
 

@@ -140,7 +140,7 @@ def test_without_tritonbench_run_py_tritonbench_exits_2_with_one_line() -> None:
 def test_help_of_run_py_tritonbench_names_the_plugin_entry_point() -> None:
     result = _run_py_without_tritonbench("tritonbench", "--help")
     assert result.returncode == 0
-    assert "--plugin harness.tritonbench.register_with_tritonbench" in result.stdout
+    assert "harness.tritonbench.register_with_tritonbench" in result.stdout
 
 
 @needs_tritonbench
