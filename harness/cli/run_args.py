@@ -34,6 +34,7 @@ EXAMPLES = """examples:
   torchrun --nproc-per-node 8 run.py --op gemm --mode fwd,bwd --repeats 7   (one rank a GPU)
   python run.py plot results.json -o results.svg   (draw a result file's panels)
   python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
+  python run.py tritonbench -- --op rms_norm --bwd   (tritonbench's runner with our backends added)
 """
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
 

@@ -5,7 +5,9 @@ Forward, per row::
     y = x * rsqrt(mean(x**2) + eps) * weight
 
 The backward gives dx and dweight; the Triton and Helion kernels save the fp32 ``rstd`` of
-every row in the forward and read it back in the backward.
+every row in the forward and read it back in the backward.  The peers ``liger``, ``quack`` and
+``torch_rms_norm`` run other libraries' kernels (:mod:`operators.rms_norm.peers`); one that is
+not installed or cannot run on the device is skipped with its reason.
 
 Inputs and tolerance.  ``dweight`` sums ``dy * xhat`` over the M rows, so its entries are
 about ``sqrt(M)`` in size, while ``y`` and ``dx`` scale with ``weight``.  The weight is drawn
@@ -33,6 +35,7 @@ from harness.operator import (
     register_benchmark,
 )
 from harness.registry import register_operator
+from operators.rms_norm import peers
 from operators.skips import interpreter_bf16_skip
 
 EPS = 1e-6
@@ -94,7 +97,8 @@ class RMSNormOperator(BenchmarkOperator):
         return rtol, rtol * math.sqrt(shape[0])
 
     def skip_reason(self, backend: Backend) -> str | None:
-        return interpreter_bf16_skip(self.device, self.dtype, backend)
+        return (interpreter_bf16_skip(self.device, self.dtype, backend)
+                or peers.skip_reason(backend.name, self.device))
 
     @register_benchmark(baseline=True)
     def eager(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
@@ -120,3 +124,18 @@ class RMSNormOperator(BenchmarkOperator):
 
         fn = compiled(llama_rms_norm)
         return lambda: fn(x, weight, eps)
+
+    # --- peers: other libraries' kernels (operators/rms_norm/peers.py) -------------------
+    @register_benchmark()
+    def liger(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
+        return lambda: peers.liger_rms_norm(x, weight, eps)
+
+    @register_benchmark()
+    def quack(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
+        peers.check_quack_width(x)
+        return lambda: peers.quack_rms_norm(x, weight, eps)
+
+    @register_benchmark()
+    def torch_rms_norm(self, x: torch.Tensor, weight: torch.Tensor,
+                       eps: float) -> Callable[[], torch.Tensor]:
+        return lambda: peers.torch_rms_norm(x, weight, eps)

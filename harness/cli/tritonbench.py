@@ -1,0 +1,55 @@
+"""``run.py tritonbench -- ARGS``: tritonbench's runner on one of its operators, with this suite's
+backends added (``opbench_triton``, ``opbench_helion``, ``opbench_torch_compile`` on vector_exp,
+rms_norm, gemm and addmm); ARGS are tritonbench's own, e.g.
+``python run.py tritonbench -- --op rms_norm --bwd --metrics latency,speedup,accuracy``.
+
+For tritonbench versions without a plugin hook (where it has one, point it at
+``harness.tritonbench.register_with_tritonbench``).  Exit 2 with
+one line when tritonbench is not installed or the arguments ask for subprocesses (several
+operators, ``--isolate``), which would not see the backends; exit 1 when the run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.cli.args import UsageError
+from harness.device import prepare_backends
+from harness.measure.errors import error_line, error_text
+from harness.tritonbench.registration import TritonbenchUnavailable, import_tritonbench, interpreter_problem
+from harness.tritonbench.runner import TritonbenchUsageError, run_tritonbench
+
+TRITONBENCH_DEFAULT_DEVICE = "cuda"
+
+
+def _device(args: list[str]) -> str:
+    """The ``--device``/``-d`` tritonbench will read from ``args``."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--device", "-d", default=TRITONBENCH_DEFAULT_DEVICE)
+    return parser.parse_known_args(args)[0].device
+
+
+def tritonbench_main(argv: list[str]) -> int:
+    """Entry point of ``run.py tritonbench``; returns the exit status."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
+    args = argv[1:] if argv[:1] == ["--"] else argv
+    # Before tritonbench imports Triton: on the CPU this turns Triton's interpreter on.
+    prepare_backends(_device(args))
+    try:
+        import_tritonbench()
+    except TritonbenchUnavailable as exc:
+        raise UsageError(str(exc)) from None
+    if problem := interpreter_problem(_device(args)):
+        raise UsageError(f"{problem}, e.g. TRITON_INTERPRET=1 python run.py tritonbench -- {' '.join(args)}")
+    try:
+        run_tritonbench(args)
+    except TritonbenchUsageError as exc:
+        raise UsageError(str(exc)) from None
+    except Exception as exc:
+        print(f"run.py tritonbench: {error_line(error_text(exc))} "
+              "(without --keep-going tritonbench stops at the first failing backend)", file=sys.stderr)
+        return 1
+    return 0
