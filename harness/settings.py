@@ -55,6 +55,13 @@ class RunSettings:
     startup_timeout_s: float = 600.0
     plugins: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    profile_dir: str | None = None
+    """Where each cell's profiler trace goes (``--profile DIR``), or None."""
+
+    @property
+    def profiled(self) -> bool:
+        """Whether cells are profiled: for traces, or for the ``kernels`` metric."""
+        return self.profile_dir is not None or "kernels" in self.metrics
 
     def to_json(self) -> dict[str, Any]:
         """The settings as plain JSON values."""

@@ -80,3 +80,18 @@ def cli_accuracy(out: Path, *args: str) -> dict[str, float | None]:
     assert result.returncode == 0, result.stderr
     _, records = read_json(out)
     return {r.backend: r.value for r in records if r.metric == "accuracy"}
+
+
+def sample_exp_records() -> list[Record]:
+    """A small exp fwd result: eager and triton at two shapes (latency with spread, speedup), and
+    one failed eager cell at a third."""
+    rows = []
+    for x, (base, fast) in {1024: (2.0, 1.0), 4096: (8.0, 2.0)}.items():
+        for backend, latency in (("eager", base), ("triton", fast)):
+            rows.append(Record("exp", "fwd", "float32", x, backend, "latency", latency, "ms",
+                               p20=latency * 0.99, p50=latency, p80=latency * 1.01, n_samples=50,
+                               extra={"spread": 0.01}))
+            rows.append(Record("exp", "fwd", "float32", x, backend, "speedup", base / latency, "x"))
+    rows.append(Record("exp", "fwd", "float32", 8192, "eager", "latency", None, "ms",
+                       status="error", error="RuntimeError: out of memory"))
+    return rows

@@ -11,7 +11,9 @@ import math
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
+
+from harness.report.results import Record, ResultFileError, read_json
 
 
 class UsageError(Exception):
@@ -89,3 +91,11 @@ def check_writable(path: Path | None) -> None:
             pass
     except OSError as exc:
         raise UsageError(f"cannot write {path} ({exc.strerror})") from exc
+
+
+def read_result_file(path: Path) -> tuple[dict[str, Any], list[Record]]:
+    """A result file's header and records; an unreadable or malformed file is bad input."""
+    try:
+        return read_json(path)
+    except ResultFileError as exc:
+        raise UsageError(str(exc)) from exc

@@ -11,11 +11,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, check_writable, comma_list, validate_choices
+from harness.cli.args import (
+    OneLineParser,
+    UsageError,
+    check_writable,
+    comma_list,
+    read_result_file,
+    validate_choices,
+)
 from harness.operator import Mode
 from harness.report.exporters import FORMATS
 from harness.report.exporters.common import ExportError
-from harness.report.results import ResultFileError, atomic_write, read_json
+from harness.report.results import atomic_write
 
 
 def export_main(argv: list[str]) -> int:
@@ -32,10 +39,7 @@ def export_main(argv: list[str]) -> int:
     if args.mode is not None:
         validate_choices("mode", args.mode, [mode.value for mode in Mode])
     check_writable(args.output)
-    try:
-        header, records = read_json(args.results)
-    except ResultFileError as exc:
-        raise UsageError(str(exc)) from exc
+    header, records = read_result_file(args.results)
     records = [r for r in records if args.mode is None or r.mode in args.mode]
     if not records:
         wanted = f" for mode {','.join(args.mode)}" if args.mode else ""

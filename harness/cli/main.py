@@ -1,4 +1,5 @@
-"""Entry point of ``run.py``: dispatch to the run or to a subcommand (compare, export, merge, show, tune).
+"""Entry point of ``run.py``: dispatch to the run or to a subcommand (compare, export, merge, plot, show,
+tune).
 
 Bad input exits with status 2 and one line naming the valid choices; a run whose cells all
 succeeded exits 0, one with failed cells 1.
@@ -14,6 +15,7 @@ from harness.cli.args import UsageError
 from harness.cli.compare import compare_main
 from harness.cli.export import export_main
 from harness.cli.merge import merge_main
+from harness.cli.plot import plot_main
 from harness.cli.run import run_command
 from harness.cli.show import show_main
 from harness.cli.tune import tune_main
@@ -22,6 +24,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": compare_main,
     "export": export_main,
     "merge": merge_main,
+    "plot": plot_main,
     "show": show_main,
     "tune": tune_main,
 }

@@ -11,9 +11,10 @@ import torch
 from tabulate import tabulate
 
 from harness.cli.args import UsageError, check_writable, validate_choices
+from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
-from harness.cli.run_output import Outputs, exit_status, print_tables
+from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.run_ranked import run_ranked
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
@@ -28,6 +29,7 @@ from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
 from harness.report.metrics import METRICS
+from harness.report.plot import PLOT_METRICS
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
@@ -114,6 +116,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
         timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
         plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
+        profile_dir=None if args.profile is None else str(Path(args.profile).resolve()),
     )
 
 
@@ -189,6 +192,10 @@ def run_command(argv: list[str]) -> int:
         raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
     settings = _settings(args)
     sweeps = _sweeps(args, settings)
+    if args.plot:
+        checked_plot_path(Path(args.plot))
+        if not set(PLOT_METRICS) & set(settings.metrics):
+            raise UsageError(f"--plot draws {', '.join(PLOT_METRICS)}: add one to --metrics")
     rank = Rank.from_env()
     if rank is not None:
         if args.shard:
@@ -225,6 +232,7 @@ def run_command(argv: list[str]) -> int:
     print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
     if line := options_line(header.get("options")):
         print(line, file=outputs.text)
+    write_plot(header, records, outputs)
     if outputs.json_path is not None:
         write_json(outputs.json_path, header, records)
     return exit_status(records, ending, outputs)

@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   python run.py export results.json --format hud-v3 -o hud.json   (tritonbench-csv, tritonbench-json)
   python run.py --op rms_norm --shard 2/4 --output-json part2.json   (run.py merge joins the parts)
   torchrun --nproc-per-node 8 run.py --op gemm --mode fwd,bwd --repeats 7   (one rank a GPU)
+  python run.py plot results.json -o results.svg   (draw a result file's panels)
   python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
 """
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
@@ -88,6 +89,9 @@ def build_parser() -> OneLineParser:
     add("--gather-timeout", type=positive_float, default=1800.0,
         help="under torchrun: seconds rank 0 waits for a silent rank before it gives up on its cells "
              "(default 1800)")
+    add("--profile", metavar="DIR",
+        help="write a torch.profiler trace (Chrome/Perfetto JSON) of a few calls of each cell to DIR, named "
+             "<op>_<mode>_<shape>_<backend>.json (no flush or spin kernels in it)")
     add("--plugin", action="append", default=[], metavar="FILE.py",
         help="load a file registering extra backends or operators; repeatable")
     add("--csv", nargs="?", const="", metavar="PATH",
@@ -96,6 +100,8 @@ def build_parser() -> OneLineParser:
     add("--output-json", nargs="?", const="", metavar="PATH",
         help="where the result file goes (default: a timestamped file in --output-dir)")
     add("--no-save", action="store_true", help="keep no result file")
+    add("--plot", metavar="FILE.png|svg",
+        help="after the tables, plot the run's records to FILE (as run.py plot draws a result file)")
     add("--output-dir", default="runs", help="where unnamed result files go (default runs/, ignored by git)")
     add("--list-ops", action="store_true", help="list operators and exit")
     add("--list-backends", action="store_true", help="list each operator's backends and exit")

@@ -1,11 +1,12 @@
-"""What a run leaves behind: its tables (terminal and CSV), its result file, and its exit status.
+"""What a run leaves behind: its tables (terminal and CSV), its result file, its plot and its exit status.
 
 Every run keeps its records in a result file (``--output-json PATH``, or by default a
 timestamped file in the ignored ``--output-dir``; ``--no-save`` turns it off), rewritten after
 each finished cell, so a run that is stopped keeps what it finished.  ``--csv -`` writes the
 tables as CSV to stdout (``;``-separated, one after another, as tritonbench does) and then
 prints everything else to stderr; ``--csv PATH`` writes one file, or, for several tables, one
-file each named ``<stem>_<op>_<mode>_<precision><suffix>``.
+file each named ``<stem>_<op>_<mode>_<precision><suffix>``.  ``--plot FILE`` draws the run's
+records after the tables, as ``run.py plot`` draws a result file.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import datetime as dt
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from harness.report.plot import PLOT_METRICS, plot_results
 from harness.report.results import Record, write_csv
-from harness.report.table import TableData, group_records, render, x_label
+from harness.report.table import TableData, group_records, kernel_tables, render, x_label
 
 MAX_LISTED_FAILURES = 8
 
@@ -34,10 +36,11 @@ def result_name(ops: list[str], modes: list[str], precision: str, stamp: str, su
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where a run writes: its result file (None with --no-save), its CSV target, the stamp."""
+    """Where a run writes: its result file (None with --no-save), its CSV target, its plot, the stamp."""
 
     json_path: Path | None
     csv: str | None
+    plot_path: Path | None
     output_dir: Path
     precision: str
     stamp: str
@@ -49,7 +52,8 @@ class Outputs:
         if not args.no_save:
             json_path = (Path(args.output_json) if args.output_json
                          else Path(args.output_dir) / result_name(args.op, modes, precision, stamp, "json"))
-        return cls(json_path, args.csv, Path(args.output_dir), precision, stamp)
+        plot_path = Path(args.plot) if args.plot else None
+        return cls(json_path, args.csv, plot_path, Path(args.output_dir), precision, stamp)
 
     @property
     def text(self) -> TextIO:
@@ -75,6 +79,8 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
     for (op, mode, _), group in groups.items():
         print(render(group, labels[op], orders.get(op)), file=outputs.text)
         print(file=outputs.text)
+        for table in kernel_tables(group):
+            print(table + "\n", file=outputs.text)
         if outputs.csv is None:
             continue
         data = TableData(group, labels[op], orders.get(op))
@@ -84,6 +90,17 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
         else:
             write_csv(path, data.header(), data.raw_rows(), delimiter=";")
             print(f"csv: {path}", file=outputs.text)
+
+
+def write_plot(header: dict[str, Any], records: list[Record], outputs: Outputs) -> None:
+    """The plot ``--plot`` asks for (none when the run was stopped before any cell had a value)."""
+    if outputs.plot_path is None:
+        return
+    if not any(r.metric in PLOT_METRICS for r in records):
+        print(f"no plot: the run recorded no {'/'.join(PLOT_METRICS)}", file=sys.stderr)
+        return
+    plot_results(header, records, outputs.plot_path)
+    print(f"plot: {outputs.plot_path}", file=outputs.text)
 
 
 def failed_cells(records: list[Record]) -> list[str]:

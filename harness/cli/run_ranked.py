@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from harness.cli.progress import ProgressDisplay
-from harness.cli.run_output import Outputs, exit_status, print_tables
+from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.continuation import ShapeWork, Supervision, continue_in_workers
@@ -114,6 +114,7 @@ def _report(sweeps: list[Sweep], records: list[Record], header: dict, outputs: O
     for gpu in header["gpus"]:
         print(f"rank {gpu['rank']}: {gpu['device_name']} {gpu['gpu']}  {ceilings_line(gpu['ceilings_gbps'])}",
               file=outputs.text)
+    write_plot(header, records, outputs)
     if outputs.json_path is not None:
         write_json(outputs.json_path, header, records)
     return exit_status(records, ending, outputs)

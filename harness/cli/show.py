@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, comma_list, validate_choices
+from harness.cli.args import OneLineParser, UsageError, comma_list, read_result_file, validate_choices
 from harness.operator import Mode
 from harness.registry import load_operator, operator_names
-from harness.report.results import ResultFileError, read_json
-from harness.report.table import ceilings_line, group_records, options_line, render
+from harness.report.table import ceilings_line, group_records, kernel_tables, options_line, render
 
 
 def show_main(argv: list[str]) -> int:
@@ -25,10 +24,7 @@ def show_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.mode is not None:
         validate_choices("mode", args.mode, [mode.value for mode in Mode])
-    try:
-        header, records = read_json(args.results)
-    except ResultFileError as exc:
-        raise UsageError(str(exc)) from exc
+    header, records = read_result_file(args.results)
     present = list(dict.fromkeys(r.mode for r in records))
     records = [r for r in records if args.mode is None or r.mode in args.mode]
     if not records:
@@ -39,6 +35,8 @@ def show_main(argv: list[str]) -> int:
         label = load_operator(op).x_val_label if op in known else "x_val"
         print(render(group, label))
         print()
+        for table in kernel_tables(group):
+            print(table + "\n")
     print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
           f"{ceilings_line(header.get('ceilings_gbps'), header.get('copy_gbps'))}")
     if line := options_line(header.get("options")):

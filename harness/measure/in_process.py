@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,6 +34,7 @@ from harness.measure.cell import (
 )
 from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
+from harness.measure.profile import profile_cell, trace_name
 from harness.measure.sweep import Sweep
 from harness.operator import Backend, Shape
 
@@ -153,6 +155,15 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
     def finish(name: str) -> CellResult:
         """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""
         built = cells.pop(name, None)
+        if built is not None and settings.profiled:
+            trace = None
+            if settings.profile_dir is not None:
+                shape_label = "x".join(map(str, shape))
+                trace = Path(settings.profile_dir) / trace_name(op.name, mode.value, shape_label, name)
+            try:
+                measurements[name].kernels = profile_cell(built.cell, op.device, trace)
+            except Exception as exc:  # noqa: BLE001
+                failed(name, f"profiling failed: {error_text(exc)}")
         if built is not None:
             check_unchanged(built)
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,8 @@ class Measurement:
     accuracy: AccuracyResult | None = None
     first_call_ms: float | None = None
     peak_mem_bytes: int | None = None
+    kernels: list[dict[str, Any]] | None = None
+    """What one call launched (:func:`harness.measure.profile.profile_cell`), when profiled."""
 
     @property
     def stats(self) -> SampleStats | None:

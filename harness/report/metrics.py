@@ -140,6 +140,17 @@ def _peak_mem(ctx: CellContext) -> float:
     return ctx.measurement.peak_mem_bytes / 1e6
 
 
+def _kernels(ctx: CellContext) -> float:
+    if ctx.measurement.kernels is None:
+        raise MetricUnavailable("the call was not profiled")
+    return float(len(ctx.measurement.kernels))
+
+
+def _annotate_kernels(record: Record, ctx: CellContext) -> None:
+    if ctx.measurement.kernels is not None:
+        record.extra["kernels"] = ctx.measurement.kernels
+
+
 def _compile_time(ctx: CellContext) -> float:
     p50 = _median_ms(ctx)
     if ctx.measurement.first_call_ms is None:
@@ -161,5 +172,8 @@ METRICS: dict[str, Metric] = {metric.name: metric for metric in (
     Metric("peak_mem", "MB", "peak device memory allocated during one call (CUDA only)", _peak_mem,
            needs_timing=False),
     Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time),
+    Metric("kernels", "count", "kernels one call launches; each one's device time and share in the record "
+           "and in a table after the run (profiled, no flush)", _kernels, needs_timing=False,
+           annotate=_annotate_kernels),
 )}
 DEFAULT_METRICS = ("latency", "speedup", "accuracy")

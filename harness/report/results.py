@@ -51,7 +51,7 @@ class Record:
     n_samples: int | None = None
     repeats: list[float] | None = None
     flag: str | None = None
-    extra: dict[str, float | None] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     gpu: str | None = None
     """The device the cell ran on, in runs over several (``host/cuda:3``)."""
 

@@ -160,3 +160,20 @@ def render(records: list[Record], x_val_label: str, backend_order: list[str] | N
     lines = [f"{op} {mode} {dtype}", body, AVERAGE_NOTE]
     lines += [f"[{i}] {text}" for i, text in enumerate(data.footnotes, start=1)]
     return "\n".join(lines)
+
+
+def kernel_tables(records: Iterable[Record], top: int = 8) -> list[str]:
+    """One table per profiled cell of what its call launched: each kernel's calls and device time
+    per call and its share of the cell's kernel time, largest first (``top`` of them)."""
+    tables = []
+    for r in records:
+        kernels = r.extra.get("kernels") if r.metric == "kernels" else None
+        if not kernels:
+            continue
+        rows = [[k["name"][:70], f"{k['calls']:g}", f"{k['us_per_call']:.2f}", f"{100 * k['share']:.1f}%"]
+                for k in kernels[:top]]
+        more = f"\n(and {len(kernels) - top} more)" if len(kernels) > top else ""
+        title = f"kernels of {r.op} {r.mode} {x_label(r.x_val)} {r.backend}"
+        tables.append(title + "\n" + tabulate(rows, headers=["kernel", "calls", "us/call", "share"],
+                                               disable_numparse=True) + more)
+    return tables

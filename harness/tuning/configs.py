@@ -21,10 +21,12 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import helion
 import torch
+
+if TYPE_CHECKING:
+    import helion
 
 HELION_VERSION = "1.5.0"
 
@@ -88,6 +90,8 @@ def stored_config(path: Path, keys: str | tuple[str, ...]) -> helion.Config:
             f"no stored Helion config for {_as_keys(keys)[0]} in {path.name}; "
             "run `python run.py tune --op <op>` on this GPU"
         )
+    import helion  # imported when a kernel first runs, after the device is prepared (harness.device)
+
     return helion.Config(**configs[key])
 
 

@@ -7,6 +7,9 @@ also those inside functions (a lazy import hides a cycle from Python, not from a
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,3 +105,12 @@ def test_no_module_is_over_the_size_limit() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in _module_files().items()}
     too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
     assert not too_long, too_long
+
+
+def test_the_command_line_imports_no_kernel_library_before_the_device_is_prepared() -> None:
+    """Triton reads its interpreter switch when it is imported (kernels calling other jitted
+    functions fail otherwise): run.py must prepare the device before anything imports it."""
+    probe = "import sys, harness.cli.main; print(sorted(m for m in ('triton', 'helion') if m in sys.modules))"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr

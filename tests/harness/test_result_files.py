@@ -8,26 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.results import Record, ResultFileError, read_json, write_json
-
-
-def _records() -> list[Record]:
-    rows = []
-    for x, (base, fast) in {1024: (2.0, 1.0), 4096: (8.0, 2.0)}.items():
-        for backend, latency in (("eager", base), ("triton", fast)):
-            rows.append(Record("exp", "fwd", "float32", x, backend, "latency", latency, "ms",
-                               p20=latency * 0.99, p50=latency, p80=latency * 1.01, n_samples=50,
-                               extra={"spread": 0.01}))
-            rows.append(Record("exp", "fwd", "float32", x, backend, "speedup", base / latency, "x"))
-    rows.append(Record("exp", "fwd", "float32", 8192, "eager", "latency", None, "ms",
-                       status="error", error="RuntimeError: out of memory"))
-    return rows
+from harness.report.results import ResultFileError, read_json, write_json
+from tests.helpers import sample_exp_records
 
 
 def test_json_round_trip_keeps_numbers_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     header = {"device": "cpu", "command": "run.py --op exp"}
-    records = _records()
+    records = sample_exp_records()
     write_json(path, header, records)
     raw = json.loads(path.read_text())
     assert all(isinstance(r["value"], (float, int)) or r["value"] is None for r in raw["records"])
@@ -39,7 +27,7 @@ def test_json_round_trip_keeps_numbers_and_errors(tmp_path: Path) -> None:
 
 def test_reader_rejects_truncated_and_foreign_files(tmp_path: Path) -> None:
     truncated = tmp_path / "truncated.json"
-    write_json(truncated, {}, _records())
+    write_json(truncated, {}, sample_exp_records())
     truncated.write_text(truncated.read_text()[:200])
     with pytest.raises(ResultFileError, match="truncated"):
         read_json(truncated)
@@ -61,7 +49,7 @@ def test_a_write_that_fails_midway_leaves_the_previous_file_whole(tmp_path, monk
     import os
 
     path = tmp_path / "run.json"
-    write_json(path, {"device_name": "cpu"}, _records())
+    write_json(path, {"device_name": "cpu"}, sample_exp_records())
     before = path.read_text()
 
     def disk_full(fd: int) -> None:
@@ -69,7 +57,7 @@ def test_a_write_that_fails_midway_leaves_the_previous_file_whole(tmp_path, monk
 
     monkeypatch.setattr(os, "fsync", disk_full)
     with pytest.raises(OSError, match="No space"):
-        write_json(path, {"device_name": "cpu", "note": "second write"}, _records()[:1])
+        write_json(path, {"device_name": "cpu", "note": "second write"}, sample_exp_records()[:1])
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
 

@@ -5,21 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.report.results import Record, write_json
-from tests.helpers import run_cli
-
-
-def _records() -> list[Record]:
-    rows = []
-    for x, (base, fast) in {1024: (2.0, 1.0), 4096: (8.0, 2.0)}.items():
-        for backend, latency in (("eager", base), ("triton", fast)):
-            rows.append(Record("exp", "fwd", "float32", x, backend, "latency", latency, "ms",
-                               p20=latency * 0.99, p50=latency, p80=latency * 1.01, n_samples=50,
-                               extra={"spread": 0.01}))
-            rows.append(Record("exp", "fwd", "float32", x, backend, "speedup", base / latency, "x"))
-    rows.append(Record("exp", "fwd", "float32", 8192, "eager", "latency", None, "ms",
-                       status="error", error="RuntimeError: out of memory"))
-    return rows
+from harness.report.results import write_json
+from tests.helpers import run_cli, sample_exp_records
 
 
 def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
@@ -38,7 +25,8 @@ def test_show_prints_the_note_a_partial_file_carries(tmp_path, capsys):
     from harness.cli import main as cli
 
     path = tmp_path / "partial.json"
-    write_json(path, {"device_name": "NVIDIA H200", "note": "stopped before its last shape"}, _records())
+    header = {"device_name": "NVIDIA H200", "note": "stopped before its last shape"}
+    write_json(path, header, sample_exp_records())
     assert cli.main(["show", str(path)]) == 0
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "note: stopped before its last shape"
 
@@ -47,7 +35,7 @@ def test_show_mode_takes_a_comma_list_and_names_the_valid_and_present_modes(tmp_
     from harness.cli import main as cli
 
     path = tmp_path / "run.json"
-    write_json(path, {"device_name": "cpu"}, _records())
+    write_json(path, {"device_name": "cpu"}, sample_exp_records())
     assert cli.main(["show", str(path), "--mode", "fwd,bwd"]) == 0
     assert capsys.readouterr().out.startswith("exp fwd float32")
     for mode, message in (("nope", "unknown mode 'nope' (valid: fwd, fwd_no_grad, bwd, fwd_bwd)"),
