@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def test_wall_timer_measures_host_time_per_call(monkeypatch: pytest.MonkeyPatch)
 class _FlushingTimer:
     """A device timer that spends 5 ms "flushing" before every call, outside its samples."""
 
-    def measure(self, fn, setup=lambda: None) -> SampleStats:
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
         samples = []
         for _ in range(10):
             setup()
