@@ -49,7 +49,7 @@ def _print_lists(args: argparse.Namespace) -> bool:
         return True
     if args.list_metrics:
         for name, metric in METRICS.items():
-            timing = "" if metric.needs_timing else " (no timing)"
+            timing = {None: " (no timing)", "wall": " (wall timer)"}.get(metric.timer, "")
             print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}")
         return True
     if args.list_backends:

@@ -25,6 +25,8 @@ EXAMPLES = """examples:
   python run.py --op rms_norm --precision bf16 --shape 4096,5120 --only triton,helion
   python run.py --op gemm,addmm --mode fwd --metrics tflops,pct_peak --output-json
   python run.py --op exp --list-backends
+  python run.py --op exp --shape 65536 --metrics walltime --only triton,triton_direct,helion,helion_op
+      (what custom-op dispatch costs against calling the autograd Function directly)
   python run.py --op exp --plugin my_kernels.py --only eager,my_exp --isolate --timeout 120
   python run.py --op exp --repeats 7 --output-json current.json
   python run.py compare baseline.json current.json --markdown summary.md
@@ -37,6 +39,11 @@ EXAMPLES = """examples:
   python run.py tritonbench -- --op rms_norm --bwd   (tritonbench's runner with our backends added)
 """
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
+
+
+def _metrics_of(timer: str | None) -> str:
+    """The metrics that need ``timer`` (``device``, ``wall`` or None), as a comma list."""
+    return ", ".join(name for name, metric in METRICS.items() if metric.timer == timer)
 
 
 def build_parser() -> OneLineParser:
@@ -54,8 +61,9 @@ def build_parser() -> OneLineParser:
             help=f"same as --mode {mode} (adds to --mode)")
     add("--metrics", type=comma_list, default=list(DEFAULT_METRICS),
         help="comma list (see --list-metrics); default latency,speedup,accuracy. "
-             f"Only {', '.join(n for n, m in METRICS.items() if not m.needs_timing)} need no timing: "
-             "asked for alone, each cell is only checked, never timed")
+             f"{_metrics_of(None)} need no timing: asked for alone, each cell is only checked, never "
+             f"timed; {_metrics_of('wall')} only the wall timer (host time per call, no L2 flush); the "
+             "others the device timer")
     add("--only", type=comma_list, help="run only these backends (comma list)")
     add("--skip", type=comma_list, default=[], help="skip these backends (comma list)")
     add("--baseline", help="backend that speedup is relative to (default: the operator's)")

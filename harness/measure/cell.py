@@ -20,7 +20,7 @@ import torch
 
 from harness.measure.accuracy import AccuracyResult, compare_all
 from harness.measure.measurement import Measurement
-from harness.measure.timing import Timer, synchronize
+from harness.measure.timing import Timer, WallTimer, synchronize
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
 
 Tolerance = Callable[[str], tuple[float, float]]
@@ -223,7 +223,12 @@ def peak_memory(cell: Cell) -> int:
     return torch.cuda.max_memory_allocated() - base
 
 
-def time_cell(cell: Cell, timer: Timer, measurement: Measurement) -> None:
-    """One independent timing of the cell (one repeat), appended to ``measurement``."""
-    measurement.repeats.append(timer.measure(cell.timed, cell.setup))
+def time_cell(cell: Cell, measurement: Measurement, timer: Timer | None,
+              wall_timer: WallTimer | None = None) -> None:
+    """One independent timing of the cell (one repeat) by each timer given, appended to
+    ``measurement``: the device timer's first, so the wall timer never runs between its flushes."""
+    if timer is not None:
+        measurement.repeats.append(timer.measure(cell.timed, cell.setup))
+    if wall_timer is not None:
+        measurement.wall_repeats.append(wall_timer.measure(cell.timed, cell.setup))
 

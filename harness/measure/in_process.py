@@ -108,7 +108,7 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
             yield name, Measurement(), f"inputs or reference failed: {error_text(exc)}"
         return
     tolerance = sweep.tolerance(shape)
-    timer = sweep.timer()
+    timer, wall_timer = sweep.timer(), sweep.wall_timer()
     measurements = {name: Measurement() for name in names}
     errors: dict[str, str] = {}
     cells: dict[str, BuiltCell] = {}
@@ -144,11 +144,12 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
 
     def time_once(name: str) -> None:
         try:
-            time_cell(cells[name].cell, timer, measurements[name])
+            time_cell(cells[name].cell, measurements[name], timer, wall_timer)
         except Exception as exc:  # noqa: BLE001
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.
             measurements[name].repeats.clear()
+            measurements[name].wall_repeats.clear()
             measurements[name].accuracy = _verdict(cells.pop(name))
             failed(name, error_text(exc))
 

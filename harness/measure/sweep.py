@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.timing import Timer, make_timer
+from harness.measure.timing import Timer, WallTimer, make_timer
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.report.metrics import METRICS
 from harness.settings import RunSettings, TimerSettings
@@ -55,13 +55,26 @@ class Sweep:
         return of
 
     @property
+    def timers(self) -> set[str]:
+        """The timers the metrics asked for need: ``device``, ``wall`` (:attr:`Metric.timer
+        <harness.report.metrics.Metric.timer>`)."""
+        return {timer for name in self.settings.metrics if (timer := METRICS[name].timer) is not None}
+
+    @property
     def timed(self) -> bool:
         """Whether any metric asked for needs the cells timed (else only their checks run)."""
-        return any(METRICS[name].needs_timing for name in self.settings.metrics)
+        return bool(self.timers)
 
-    def timer(self) -> Timer:
-        """The run's timer (one per process and timer settings, so the L2 flush buffer is shared)."""
-        return _timer(self.settings.device, self.settings.timer)
+    def timer(self) -> Timer | None:
+        """The run's device timer when a metric needs it (one per process and timer settings, so
+        the L2 flush buffer is shared)."""
+        return _timer(self.settings.device, self.settings.timer) if "device" in self.timers else None
+
+    def wall_timer(self) -> WallTimer | None:
+        """The host-time timer when a metric needs it (``walltime``)."""
+        if "wall" not in self.timers:
+            return None
+        return WallTimer(self.settings.device, self.settings.timer.warmup_ms, self.settings.timer.rep_ms)
 
 
 @functools.cache

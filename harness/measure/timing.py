@@ -11,6 +11,9 @@ between its kernels.
 
 CPU: ``time.perf_counter`` around each call.
 
+:class:`WallTimer` (the ``walltime`` metric) measures host time instead: batches of calls back to
+back, the device synchronized once at the end of each batch, no flush and no spin kernel.
+
 Warm-up and measurement budgets are in milliseconds, as in ``triton.testing.do_bench``.
 """
 
@@ -184,6 +187,45 @@ class CpuTimer:
         return samples
 
 
+WALL_BATCH_MS = 2.0
+"""How long one batch of the wall timer lasts (at least one call, at most ``MAX_SAMPLES``)."""
+
+
+class WallTimer:
+    """Host time per call: each sample is one batch of back-to-back calls, timed with
+    ``time.perf_counter`` from its first call until the device is synchronized after its last,
+    divided by its calls.
+
+    Python, dispatcher, autograd and launch overhead are all included, and the host runs ahead of
+    the device as in a training loop: a host-bound call shows its host time, a device-bound one its
+    device time with warm caches.  Nothing here flushes L2 or spins the GPU.  ``setup`` (clearing
+    the grads in ``bwd``) runs before each call inside the batch, and its time is included.
+    """
+
+    def __init__(self, device: str, warmup_ms: float = 25.0, rep_ms: float = 100.0):
+        self.device = device
+        self.warmup_ms = warmup_ms
+        self.rep_ms = rep_ms
+
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
+        """Time batches of calls of ``fn``; the statistics are of milliseconds per call."""
+        synchronize(self.device)
+        estimate = self._batch(fn, setup, 3)
+        calls = int(min(MAX_SAMPLES, max(1, WALL_BATCH_MS / max(estimate, 1e-6))))
+        self._batch(fn, setup, int(min(MAX_SAMPLES, max(1, self.warmup_ms / max(estimate, 1e-6)))))
+        count = _sample_count(estimate * calls, self.rep_ms)
+        return SampleStats.of([self._batch(fn, setup, calls) for _ in range(count)])
+
+    def _batch(self, fn: Callable[[], object], setup: Callable[[], None], calls: int) -> float:
+        """Milliseconds per call of ``calls`` calls, synchronized once after the last."""
+        start = time.perf_counter()
+        for _ in range(calls):
+            setup()
+            fn()
+        synchronize(self.device)
+        return (time.perf_counter() - start) * 1e3 / calls
+
+
 Timer = CudaTimer | CpuTimer
 
 
@@ -195,5 +237,6 @@ def make_timer(device: str, settings: TimerSettings) -> Timer:
 
 
 def synchronize(device: str) -> None:
+    """Wait for the device's queued work (nothing to wait for on the CPU)."""
     if device == "cuda":
         torch.cuda.synchronize()

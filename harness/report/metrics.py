@@ -1,4 +1,4 @@
-"""The table of metrics: name, unit, description, whether it needs timing, and how it is computed.
+"""The table of metrics: name, unit, description, the timer it needs, and how it is computed.
 
 Adding a metric is adding one :class:`Metric` to :data:`METRICS` (and its test): the runner,
 the records, ``--list-metrics`` and ``--help`` read this table.
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.measure.measurement import Measurement
+from harness.measure.timing import SampleStats
 from harness.report.results import Record
 
 
@@ -62,7 +63,9 @@ class Metric:
     unit: str
     description: str
     compute: Callable[[CellContext], float]
-    needs_timing: bool = True
+    timer: str | None = "device"
+    """What timing it is computed from: ``device`` (the device timer: CUDA events with an L2 flush,
+    perf_counter on the CPU), ``wall`` (host time of back-to-back calls, no flush) or None."""
     annotate: Callable[[Record, CellContext], None] | None = None
 
 
@@ -89,14 +92,28 @@ def _annotate_accuracy(record: Record, ctx: CellContext) -> None:
         record.extra["max_rel_err"] = accuracy.max_rel_err
 
 
-def _annotate_latency(record: Record, ctx: CellContext) -> None:
-    m = ctx.measurement
-    if m.stats is None:
+def _annotate_samples(record: Record, stats: SampleStats | None, repeats: list[SampleStats]) -> None:
+    if stats is None:
         return
-    record.p20, record.p50, record.p80, record.n_samples = m.stats.p20, m.stats.p50, m.stats.p80, m.stats.n
-    record.extra["spread"] = m.stats.spread
-    if len(m.repeats) > 1:
-        record.repeats = [r.p50 for r in m.repeats]
+    record.p20, record.p50, record.p80, record.n_samples = stats.p20, stats.p50, stats.p80, stats.n
+    record.extra["spread"] = stats.spread
+    if len(repeats) > 1:
+        record.repeats = [r.p50 for r in repeats]
+
+
+def _annotate_latency(record: Record, ctx: CellContext) -> None:
+    _annotate_samples(record, ctx.measurement.stats, ctx.measurement.repeats)
+
+
+def _walltime(ctx: CellContext) -> float:
+    stats = ctx.measurement.wall_stats
+    if stats is None:
+        raise MetricUnavailable("host time not measured")
+    return stats.p50
+
+
+def _annotate_walltime(record: Record, ctx: CellContext) -> None:
+    _annotate_samples(record, ctx.measurement.wall_stats, ctx.measurement.wall_repeats)
 
 
 def _speedup(ctx: CellContext) -> float:
@@ -163,17 +180,20 @@ METRICS: dict[str, Metric] = {metric.name: metric for metric in (
            _median_ms, annotate=_annotate_latency),
     Metric("speedup", "x", "baseline median latency / backend median latency", _speedup),
     Metric("accuracy", "bool", "1 if every output/gradient matches the float64 reference", _accuracy,
-           needs_timing=False, annotate=_annotate_accuracy),
+           timer=None, annotate=_annotate_accuracy),
     Metric("gbps", "GB/s", "bytes moved (operator's model for the mode) / median latency", _gbps),
     Metric("tflops", "TFLOP/s", "floating-point operations (operator's model) / median latency", _tflops),
     Metric("pct_peak", "%",
            "gbps / the measured bandwidth of the cell's traffic pattern (memory-bound ops), or "
            "tflops / dense datasheet peak (matmuls)", _pct_peak),
     Metric("peak_mem", "MB", "peak device memory allocated during one call (CUDA only)", _peak_mem,
-           needs_timing=False),
+           timer=None),
     Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time),
+    Metric("walltime", "ms", "host time per call (Python, dispatch, launch): batches of calls back to "
+           "back, one device sync per batch, no L2 flush", _walltime, timer="wall",
+           annotate=_annotate_walltime),
     Metric("kernels", "count", "kernels one call launches; each one's device time and share in the record "
-           "and in a table after the run (profiled, no flush)", _kernels, needs_timing=False,
+           "and in a table after the run (profiled, no flush)", _kernels, timer=None,
            annotate=_annotate_kernels),
 )}
 DEFAULT_METRICS = ("latency", "speedup", "accuracy")

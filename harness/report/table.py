@@ -88,7 +88,7 @@ class TableData:
         if record.status == "error" or record.value is None:
             return f"ERR[{self._footnote(f'{record.backend}: {error_line(record.error)}')}]"
         text = _fmt(record.value)
-        if record.metric == "latency" and record.extra.get("spread") is not None:
+        if record.extra.get("spread") is not None:
             text += f" (±{100 * record.extra['spread']:.1f}%)"
         if record.flag:
             text += " !" if record.flag == BELOW_FLOOR else " ?"

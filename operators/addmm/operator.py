@@ -132,12 +132,48 @@ class AddmmOperator(BenchmarkOperator):
         return lambda: addmm(bias, mat1, mat2, alpha, beta)
 
     @register_benchmark()
+    def triton_direct(self, bias: torch.Tensor, mat1: torch.Tensor,
+                      mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.triton_direct import addmm
+
+        alpha, beta = self.alpha, self.beta
+        return lambda: addmm(bias, mat1, mat2, alpha, beta)
+
+    @register_benchmark()
+    def triton_compiled(self, bias: torch.Tensor, mat1: torch.Tensor,
+                        mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.gemm.triton_impl import addmm
+
+        alpha, beta = self.alpha, self.beta
+        fn = compiled(addmm)
+        return lambda: fn(bias, mat1, mat2, alpha, beta)
+
+    @register_benchmark()
     def helion(self, bias: torch.Tensor, mat1: torch.Tensor,
                mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.gemm.helion_impl import addmm
 
         alpha, beta = self.alpha, self.beta
         return lambda: addmm(bias, mat1, mat2, alpha, beta)
+
+    @register_benchmark()
+    def helion_op(self, bias: torch.Tensor, mat1: torch.Tensor,
+                  mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.helion_ops import addmm
+
+        alpha, beta = self.alpha, self.beta
+        return lambda: addmm(bias, mat1, mat2, alpha, beta)
+
+    @register_benchmark()
+    def helion_compiled(self, bias: torch.Tensor, mat1: torch.Tensor,
+                        mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.gemm.helion_ops import addmm
+
+        alpha, beta = self.alpha, self.beta
+        fn = compiled(addmm)
+        return lambda: fn(bias, mat1, mat2, alpha, beta)
 
     @register_benchmark()
     def torch_compile(self, bias: torch.Tensor, mat1: torch.Tensor,

@@ -75,19 +75,29 @@ def _run(name: str, *inputs: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def exp_forward(x: torch.Tensor) -> torch.Tensor:
+    """exp(x) by :func:`exp_fwd`, into a new contiguous tensor of x's shape."""
+    return _run("exp_fwd", x.contiguous().view(-1)).view(x.shape)
+
+
+def exp_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dy * y by :func:`exp_bwd`, into a new contiguous tensor of y's shape."""
+    return _run("exp_bwd", dy.contiguous().view(-1), y.contiguous().view(-1)).view(y.shape)
+
+
 class ExpFunction(torch.autograd.Function):
     """exp with Helion forward and backward kernels."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        y = _run("exp_fwd", x.contiguous().view(-1)).view(x.shape)
+        y = exp_forward(x)
         ctx.save_for_backward(y)
         return y
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor) -> torch.Tensor:
         (y,) = ctx.saved_tensors
-        return _run("exp_bwd", dy.contiguous().view(-1), y.view(-1)).view(y.shape)
+        return exp_backward(dy, y)
 
 
 def exp(x: torch.Tensor) -> torch.Tensor:

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import torch
 
-from harness.device import uses_interpreter
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
 from harness.registry import register_operator
+from operators.skips import interpreter_bf16_skip
 
 CUDA_SIZES = [2**p for p in (12, 16, 20, 24, 26, 28)] + [10_000_019]
 CPU_SIZES = [4096, 65536, 100_003]
@@ -44,10 +44,7 @@ class ExpOperator(BenchmarkOperator):
         return shape[0] * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 1, Mode.FWD_BWD: 2}[mode]
 
     def skip_reason(self, backend: Backend) -> str | None:
-        if (backend.name in ("triton", "helion") and self.dtype == torch.bfloat16
-                and uses_interpreter(self.device)):
-            return "bf16 is broken in Triton's CPU interpreter; run bf16 on a GPU"
-        return None
+        return interpreter_bf16_skip(self.device, self.dtype, backend)
 
     @register_benchmark(baseline=True)
     def eager(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -60,10 +57,38 @@ class ExpOperator(BenchmarkOperator):
         return lambda: exp(x)
 
     @register_benchmark()
+    def triton_direct(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.exp.triton_direct import exp
+
+        return lambda: exp(x)
+
+    @register_benchmark()
+    def triton_compiled(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.exp.triton_impl import exp
+
+        fn = compiled(exp)
+        return lambda: fn(x)
+
+    @register_benchmark()
     def helion(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.exp.helion_impl import exp
 
         return lambda: exp(x)
+
+    @register_benchmark()
+    def helion_op(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.exp.helion_ops import exp
+
+        return lambda: exp(x)
+
+    @register_benchmark()
+    def helion_compiled(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.exp.helion_ops import exp
+
+        fn = compiled(exp)
+        return lambda: fn(x)
 
     @register_benchmark()
     def torch_compile(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:

@@ -4,7 +4,9 @@ Forward:  y = exp(x), computed in fp32 and rounded to x's dtype.
 Backward: dx = dy * y, from the saved output (no second exp).
 
 Both ops are registered with fake (meta) implementations and autograd, so
-``torch.compile(fullgraph=True)`` traces through them without a graph break.
+``torch.compile(fullgraph=True)`` traces through them without a graph break.  The host
+functions they call, :func:`exp_forward` and :func:`exp_backward`, are also called directly by
+:mod:`operators.exp.triton_direct`.
 """
 
 from __future__ import annotations
@@ -68,13 +70,26 @@ def _launch(kernel, n: int, element_size: int, *tensors: torch.Tensor) -> None:
     )
 
 
-@torch.library.custom_op("opbench::exp_fwd", mutates_args=())
-def exp_fwd(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) by the Triton kernel."""
+def exp_forward(x: torch.Tensor) -> torch.Tensor:
+    """exp(x) by the Triton kernel, into a new contiguous tensor (no dispatcher, no autograd)."""
     x = x.contiguous()
     y = torch.empty_like(x)
     _launch(_exp_fwd_kernel, x.numel(), x.element_size(), x, y)
     return y
+
+
+def exp_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dy * y by the Triton kernel, into a new contiguous tensor (no dispatcher, no autograd)."""
+    dy, y = dy.contiguous(), y.contiguous()
+    dx = torch.empty_like(y)
+    _launch(_exp_bwd_kernel, y.numel(), y.element_size(), dy, y, dx)
+    return dx
+
+
+@torch.library.custom_op("opbench::exp_fwd", mutates_args=())
+def exp_fwd(x: torch.Tensor) -> torch.Tensor:
+    """exp(x) by the Triton kernel."""
+    return exp_forward(x)
 
 
 @exp_fwd.register_fake
@@ -85,10 +100,7 @@ def _(x: torch.Tensor) -> torch.Tensor:
 @torch.library.custom_op("opbench::exp_bwd", mutates_args=())
 def exp_bwd(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """dy * y by the Triton kernel."""
-    dy, y = dy.contiguous(), y.contiguous()
-    dx = torch.empty_like(y)
-    _launch(_exp_bwd_kernel, y.numel(), y.element_size(), dy, y, dx)
-    return dx
+    return exp_backward(dy, y)
 
 
 @exp_bwd.register_fake

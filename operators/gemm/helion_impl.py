@@ -20,7 +20,8 @@ Configs are tuned on the GPU (:mod:`operators.gemm.helion_tuning`) and stored in
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``.
 
 The addmm epilogues run matmul's loop nest, so without a config of their own they use the one
-stored for ``matmul`` in the same bucket (:func:`config_keys`).
+stored for ``matmul`` in the same bucket (:func:`config_keys`).  :mod:`operators.gemm.helion_ops`
+wraps :func:`fused_matmul` as custom ops.
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
 
 def _scaled_matmul(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
     return _launch("matmul", x, y, alpha)
+
+
+def fused_matmul(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None = None, alpha: float = 1.0,
+                 beta: float = 1.0) -> torch.Tensor:
+    """``alpha * x @ y + beta * bias`` (``bias`` None, (N,) or broadcastable to (M, N)), without
+    autograd; the result's row pitch is padded to 16 bytes (:func:`~operators.gemm.alignment.output_buffer`).
+    """
+    return _scaled_matmul(x, y, alpha) if bias is None else _addmm_forward(bias, x, y, alpha, beta)
 
 
 def _addmm_forward(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,

@@ -145,10 +145,38 @@ class GemmOperator(BenchmarkOperator):
         return lambda: matmul(a, b)
 
     @register_benchmark()
+    def triton_direct(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.triton_direct import matmul
+
+        return lambda: matmul(a, b)
+
+    @register_benchmark()
+    def triton_compiled(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.gemm.triton_impl import matmul
+
+        fn = compiled(matmul)
+        return lambda: fn(a, b)
+
+    @register_benchmark()
     def helion(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.gemm.helion_impl import matmul
 
         return lambda: matmul(a, b)
+
+    @register_benchmark()
+    def helion_op(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.gemm.helion_ops import matmul
+
+        return lambda: matmul(a, b)
+
+    @register_benchmark()
+    def helion_compiled(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.gemm.helion_ops import matmul
+
+        fn = compiled(matmul)
+        return lambda: fn(a, b)
 
     @register_benchmark()
     def torch_compile(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:

@@ -23,8 +23,8 @@ Both kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
 
 Configs are chosen by ``triton.autotune`` per shape, layout and bias kind on the first call;
 under Triton's CPU interpreter (no timers) one small config runs instead.  The public functions
-:func:`matmul` and :func:`addmm` call the custom ops ``opbench::matmul`` and ``opbench::addmm``,
-whose registered autograd runs the same kernels on transposed operands::
+:func:`matmul` and :func:`addmm` call the custom ops ``opbench::matmul`` and ``opbench::addmm``, whose
+autograd (and :mod:`operators.gemm.triton_direct`'s, undispatched) runs the kernels on transposed operands::
 
     grad_a = alpha * grad @ b.T        grad_b = alpha * a.T @ grad
     grad_bias = beta * grad            (summed over rows for a row-vector bias)

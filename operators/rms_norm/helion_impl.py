@@ -13,7 +13,8 @@ kernels for rows too wide for one program live in :mod:`operators.rms_norm.helio
 
 Every kernel runs with the config stored for it in ``helion_configs.json`` under
 ``kernel|dtype|bucket`` (:func:`config_keys`); the tuning candidates are in
-:mod:`operators.rms_norm.helion_tuning`.
+:mod:`operators.rms_norm.helion_tuning`.  :mod:`operators.rms_norm.helion_ops` wraps the host
+functions :func:`rms_norm_forward` and :func:`rms_norm_backward` as custom ops.
 """
 
 from __future__ import annotations
@@ -246,26 +247,44 @@ def _one_part_row_split(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor
     return bound(*args)
 
 
+def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``y`` and the fp32 ``rstd`` of contiguous 2-D ``x`` by the forward kernel of its width."""
+    return _run(FWD_KERNELS[fwd_strategy(x.size(1))], x, x, weight, eps)
+
+
+def rms_norm_backward(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dx, dw)`` by the backward kernels of ``x``'s shape, then the partial-``dw`` sum."""
+    dx, dw_partial = bwd_partials(grad_out.contiguous(), x, weight, rstd)
+    return dx, sum_partial_rows(dw_partial, weight, x.dtype)
+
+
 class RMSNormFunction(torch.autograd.Function):
     """Autograd wiring: the forward saves ``x``, ``weight`` and ``rstd`` for the backward."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-        y, rstd = _run(FWD_KERNELS[fwd_strategy(x.size(1))], x, x, weight, eps)
+        y, rstd = rms_norm_forward(x, weight, eps)
         ctx.save_for_backward(x, weight, rstd)
         return y
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         x, weight, rstd = ctx.saved_tensors
-        dx, dw_partial = bwd_partials(grad_out.contiguous(), x, weight, rstd)
-        return dx, sum_partial_rows(dw_partial, weight, x.dtype), None
+        dx, dw = rms_norm_backward(grad_out, x, weight, rstd)
+        return dx, dw, None
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Llama-style RMS norm of the rows of 2-D ``x`` scaled by ``weight``; differentiable."""
+def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
     if x.dim() != 2:
         raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
     if weight.shape != x.shape[1:]:
         raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Llama-style RMS norm of the rows of 2-D ``x`` scaled by ``weight``; differentiable."""
+    check_inputs(x, weight)
     return RMSNormFunction.apply(x.contiguous(), weight.contiguous(), eps)

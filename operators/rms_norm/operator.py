@@ -111,10 +111,42 @@ class RMSNormOperator(BenchmarkOperator):
         return lambda: rms_norm(x, weight, eps)
 
     @register_benchmark()
+    def triton_direct(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
+        from operators.rms_norm.triton_direct import rms_norm
+
+        return lambda: rms_norm(x, weight, eps)
+
+    @register_benchmark()
+    def triton_compiled(
+        self, x: torch.Tensor, weight: torch.Tensor, eps: float
+    ) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.rms_norm.triton_impl import rms_norm
+
+        fn = compiled(rms_norm)
+        return lambda: fn(x, weight, eps)
+
+    @register_benchmark()
     def helion(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
         from operators.rms_norm.helion_impl import rms_norm
 
         return lambda: rms_norm(x, weight, eps)
+
+    @register_benchmark()
+    def helion_op(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
+        from operators.rms_norm.helion_ops import rms_norm
+
+        return lambda: rms_norm(x, weight, eps)
+
+    @register_benchmark()
+    def helion_compiled(
+        self, x: torch.Tensor, weight: torch.Tensor, eps: float
+    ) -> Callable[[], torch.Tensor]:
+        from operators.compile_support import compiled
+        from operators.rms_norm.helion_ops import rms_norm
+
+        fn = compiled(rms_norm)
+        return lambda: fn(x, weight, eps)
 
     @register_benchmark()
     def torch_compile(

@@ -16,7 +16,8 @@ registers and stores one partial row, which a second small kernel sums.  Which k
 how it is launched is a plan (:mod:`operators.rms_norm.triton_plans`); the variants for wide
 rows live in :mod:`operators.rms_norm.triton_wide`.  The host functions are ``torch.library``
 custom ops (``opbench::rms_norm_fwd``, ``opbench::rms_norm_bwd``) with autograd, so
-``torch.compile`` traces through them.
+``torch.compile`` traces through them; :mod:`operators.rms_norm.triton_direct` calls the same
+host functions (:func:`rms_norm_forward`, :func:`rms_norm_backward`) without the dispatcher.
 """
 
 from __future__ import annotations
@@ -261,13 +262,26 @@ def launch_bwd(
     return dx, sum_partial_rows(dw_partial, weight)
 
 
+def rms_norm_forward(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``y`` and the fp32 ``rstd`` of 2-D ``x`` with the plan for its shape (no dispatcher, no autograd)."""
+    x, weight = x.contiguous(), weight.contiguous()
+    return launch_fwd(x, weight, eps, fwd_plan(*x.shape))
+
+
+def rms_norm_backward(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dx, dw)`` with the plan for ``x``'s shape and dtype (no dispatcher, no autograd)."""
+    grad_out, x, weight = grad_out.contiguous(), x.contiguous(), weight.contiguous()
+    return launch_bwd(grad_out, x, weight, rstd, bwd_plan(*x.shape, x.dtype))
+
+
 @torch.library.custom_op("opbench::rms_norm_fwd", mutates_args=())
 def rms_norm_fwd(
     x: torch.Tensor, weight: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RMS-normalize the rows of 2-D ``x``; returns ``y`` and the fp32 ``rstd`` of shape (M,)."""
-    x, weight = x.contiguous(), weight.contiguous()
-    return launch_fwd(x, weight, eps, fwd_plan(*x.shape))
+    return rms_norm_forward(x, weight, eps)
 
 
 @rms_norm_fwd.register_fake
@@ -280,8 +294,7 @@ def rms_norm_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradients ``(dx, dw)`` of :func:`rms_norm_fwd` given ``grad_out`` and the saved ``rstd``."""
-    grad_out, x, weight = grad_out.contiguous(), x.contiguous(), weight.contiguous()
-    return launch_bwd(grad_out, x, weight, rstd, bwd_plan(*x.shape, x.dtype))
+    return rms_norm_backward(grad_out, x, weight, rstd)
 
 
 @rms_norm_bwd.register_fake
@@ -311,11 +324,16 @@ def _backward(ctx, grad_y: torch.Tensor | None, _grad_rstd: None) -> tuple:
 rms_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Llama-style RMS norm of the rows of 2-D ``x`` scaled by ``weight``; differentiable."""
+def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
     if x.dim() != 2:
         raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
     if weight.shape != x.shape[1:]:
         raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Llama-style RMS norm of the rows of 2-D ``x`` scaled by ``weight``; differentiable."""
+    check_inputs(x, weight)
     y, _ = rms_norm_fwd(x.contiguous(), weight, eps)
     return y

@@ -17,6 +17,7 @@ def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
     out = tmp_path / "exp.json"
     result = run_cli(
         "--op", "exp", "--mode", "fwd,bwd,fwd_bwd,fwd_no_grad", "--shape", "1003",
+        "--only", "eager,triton,helion,torch_compile",
         "--metrics", "accuracy,latency,speedup,gbps,pct_peak,compile_time",
         "--rep", "2", "--warmup", "0", "--output-json", str(out), "--csv",
         "--output-dir", str(tmp_path),
@@ -61,9 +62,10 @@ def test_listings() -> None:
     rows = run_cli("--list-ops").stdout.splitlines()[2:]
     assert [row.split()[0] for row in rows] == ["addmm", "exp", "gemm", "rms_norm"]
     assert rows[0].split()[1] == "MxNxK" and rows[0].endswith("--bias --alpha --beta")
-    assert "exp: eager (baseline), triton, helion, torch_compile" in run_cli("--list-backends").stdout
+    assert ("exp: eager (baseline), triton, triton_direct, triton_compiled, helion, helion_op, "
+            "helion_compiled, torch_compile") in run_cli("--list-backends").stdout
     metrics = run_cli("--list-metrics").stdout
-    for name in ("latency", "speedup", "accuracy", "gbps", "pct_peak", "tflops", "peak_mem"):
+    for name in ("latency", "speedup", "accuracy", "gbps", "pct_peak", "tflops", "peak_mem", "walltime"):
         assert name in metrics
 
 

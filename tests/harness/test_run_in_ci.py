@@ -93,6 +93,9 @@ def test_help_says_which_metrics_need_timing() -> None:
         ]
     )
     assert "(no timing)" not in next(line for line in listing.splitlines() if line.startswith("latency"))
+    assert next(line for line in listing.splitlines() if line.startswith("walltime")).endswith("(wall timer)")
+    shown = " ".join(run_cli("--help").stdout.split())
+    assert "walltime only the wall timer (host time per call, no L2 flush)" in shown
 
 
 def test_a_redirected_run_logs_one_line_per_finished_cell(tmp_path: Path) -> None:
@@ -306,7 +309,11 @@ def test_skipped_backends_keep_their_place_in_the_table(tmp_path: Path) -> None:
         "numel",
         "eager-accuracy",
         "triton-accuracy",
+        "triton_direct-accuracy",
+        "triton_compiled-accuracy",
         "helion-accuracy",
+        "helion_op-accuracy",
+        "helion_compiled-accuracy",
         "torch_compile-accuracy",
     ]
 

@@ -6,7 +6,7 @@ The layout follows tritonbench's own converter (``.ci/test_infra/oss_ci_benchmar
 operator is the ``model`` (backend in ``model.backend``, the run's operator options in
 ``model.extra_info``), the mode is ``benchmark.mode``, the x_val is
 ``metric.extra_info["input_shape"]`` as tritonbench prints it, and ``benchmark_values`` holds the
-one value of the cell (a latency's median, ``aggregation: p50``; its repeats' medians and
+one value of the cell (a latency's or walltime's median, ``aggregation: p50``; its repeats' medians and
 percentiles are in ``metric.extra_info``).  The runner is spelled as the action's
 ``gather_runners_info.py`` spells it (``name`` "cuda", ``type`` the GPU's name), which is where
 the HUD reads device and arch from.  Every ``extra_info`` maps strings to strings: numbers and
@@ -59,7 +59,7 @@ def _metric(r: Record) -> dict[str, Any]:
         **r.extra,
         "unit": r.unit,
         "input_shape": tritonbench_x_val(r.x_val),
-        "aggregation": "p50" if r.metric == "latency" else None,
+        "aggregation": "p50" if r.p50 is not None else None,
         "p20": r.p20, "p80": r.p80, "n_samples": r.n_samples, "repeats": r.repeats,
         "flag": r.flag, "note": r.note,
     }
