@@ -61,6 +61,7 @@ class Backend:
     method: str
     baseline: bool
     fwd_only: bool
+    enabled: bool = True
 
 
 PENDING_BACKENDS: list[tuple[str, Callable[..., Callable[[], Output]]]] = []
@@ -70,7 +71,7 @@ PENDING_BACKENDS: list[tuple[str, Callable[..., Callable[[], Output]]]] = []
 
 def register_benchmark(
     baseline: bool = False, label: str | None = None, fwd_only: bool = False,
-    operator: str | None = None,
+    operator: str | None = None, enabled: bool = True,
 ) -> Callable[[Callable[..., Callable[[], Output]]], Callable[..., Callable[[], Output]]]:
     """Mark an operator method as a backend.
 
@@ -78,14 +79,15 @@ def register_benchmark(
     not contain ``-``, which separates backend and metric in column names.  ``operator``
     attaches a plain function to a registered operator (how plugins add backends); a
     backend of the same name as an existing one replaces it, and stays the baseline if the
-    one it replaces was.
+    one it replaces was.  ``enabled=False`` leaves the backend out of a run unless ``--only``
+    names it (variants that answer one question, such as what dispatch or compilation costs).
     """
 
     def mark(method: Callable[..., Callable[[], Output]]) -> Callable[..., Callable[[], Output]]:
         name = label or method.__name__
         if "-" in name:
             raise ValueError(f"backend label {name!r} must not contain '-'")
-        method._benchmark = Backend(name, method.__name__, baseline, fwd_only)  # type: ignore[attr-defined]
+        method._benchmark = Backend(name, method.__name__, baseline, fwd_only, enabled)  # type: ignore[attr-defined]
         if operator is not None:
             PENDING_BACKENDS.append((operator, method))
         return method

@@ -55,7 +55,8 @@ def _print_lists(args: argparse.Namespace) -> bool:
     if args.list_backends:
         for name in args.op or operator_names():
             backends = load_operator(name).backends()
-            listed = [b.name + (" (baseline)" if b.baseline else "") for b in backends]
+            listed = [b.name + (" (baseline)" if b.baseline else "") + ("" if b.enabled else " (with --only)")
+                      for b in backends]
             print(f"{name}: {', '.join(listed)}")
         return True
     return False
@@ -130,7 +131,8 @@ def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[li
     if "speedup" in args.metrics and baseline in args.skip:
         raise UsageError(f"--skip {baseline}: it is the speedup baseline; drop speedup from "
                          "--metrics or choose another --baseline")
-    chosen = [n for n in names if (args.only is None or n in args.only) and n not in args.skip]
+    default = [b.name for b in op.backends() if b.enabled]
+    chosen = [n for n in names if (n in args.only if args.only else n in default) and n not in args.skip]
     if "speedup" in args.metrics and baseline not in chosen:
         chosen.insert(0, baseline)
     if not chosen:

@@ -131,7 +131,7 @@ class AddmmOperator(BenchmarkOperator):
         alpha, beta = self.alpha, self.beta
         return lambda: addmm(bias, mat1, mat2, alpha, beta)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_direct(self, bias: torch.Tensor, mat1: torch.Tensor,
                       mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.gemm.triton_direct import addmm
@@ -139,7 +139,7 @@ class AddmmOperator(BenchmarkOperator):
         alpha, beta = self.alpha, self.beta
         return lambda: addmm(bias, mat1, mat2, alpha, beta)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_compiled(self, bias: torch.Tensor, mat1: torch.Tensor,
                         mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.compile_support import compiled
@@ -157,7 +157,7 @@ class AddmmOperator(BenchmarkOperator):
         alpha, beta = self.alpha, self.beta
         return lambda: addmm(bias, mat1, mat2, alpha, beta)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_op(self, bias: torch.Tensor, mat1: torch.Tensor,
                   mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.gemm.helion_ops import addmm
@@ -165,7 +165,7 @@ class AddmmOperator(BenchmarkOperator):
         alpha, beta = self.alpha, self.beta
         return lambda: addmm(bias, mat1, mat2, alpha, beta)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_compiled(self, bias: torch.Tensor, mat1: torch.Tensor,
                         mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.compile_support import compiled

@@ -56,13 +56,13 @@ class ExpOperator(BenchmarkOperator):
 
         return lambda: exp(x)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_direct(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.exp.triton_direct import exp
 
         return lambda: exp(x)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_compiled(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.compile_support import compiled
         from operators.exp.triton_impl import exp
@@ -76,13 +76,13 @@ class ExpOperator(BenchmarkOperator):
 
         return lambda: exp(x)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_op(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.exp.helion_ops import exp
 
         return lambda: exp(x)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_compiled(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.compile_support import compiled
         from operators.exp.helion_ops import exp

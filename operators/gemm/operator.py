@@ -144,13 +144,13 @@ class GemmOperator(BenchmarkOperator):
 
         return lambda: matmul(a, b)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_direct(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.gemm.triton_direct import matmul
 
         return lambda: matmul(a, b)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_compiled(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.compile_support import compiled
         from operators.gemm.triton_impl import matmul
@@ -164,13 +164,13 @@ class GemmOperator(BenchmarkOperator):
 
         return lambda: matmul(a, b)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_op(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.gemm.helion_ops import matmul
 
         return lambda: matmul(a, b)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_compiled(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
         from operators.compile_support import compiled
         from operators.gemm.helion_ops import matmul

@@ -110,13 +110,13 @@ class RMSNormOperator(BenchmarkOperator):
 
         return lambda: rms_norm(x, weight, eps)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_direct(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
         from operators.rms_norm.triton_direct import rms_norm
 
         return lambda: rms_norm(x, weight, eps)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def triton_compiled(
         self, x: torch.Tensor, weight: torch.Tensor, eps: float
     ) -> Callable[[], torch.Tensor]:
@@ -132,13 +132,13 @@ class RMSNormOperator(BenchmarkOperator):
 
         return lambda: rms_norm(x, weight, eps)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_op(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> Callable[[], torch.Tensor]:
         from operators.rms_norm.helion_ops import rms_norm
 
         return lambda: rms_norm(x, weight, eps)
 
-    @register_benchmark()
+    @register_benchmark(enabled=False)
     def helion_compiled(
         self, x: torch.Tensor, weight: torch.Tensor, eps: float
     ) -> Callable[[], torch.Tensor]:

@@ -62,11 +62,25 @@ def test_listings() -> None:
     rows = run_cli("--list-ops").stdout.splitlines()[2:]
     assert [row.split()[0] for row in rows] == ["addmm", "exp", "gemm", "rms_norm"]
     assert rows[0].split()[1] == "MxNxK" and rows[0].endswith("--bias --alpha --beta")
-    assert ("exp: eager (baseline), triton, triton_direct, triton_compiled, helion, helion_op, "
-            "helion_compiled, torch_compile") in run_cli("--list-backends").stdout
+    assert ("exp: eager (baseline), triton, triton_direct (with --only), triton_compiled (with --only), "
+            "helion, helion_op (with --only), helion_compiled (with --only), torch_compile"
+            ) in run_cli("--list-backends").stdout
     metrics = run_cli("--list-metrics").stdout
     for name in ("latency", "speedup", "accuracy", "gbps", "pct_peak", "tflops", "peak_mem", "walltime"):
         assert name in metrics
+
+
+def test_variant_backends_run_only_when_named(tmp_path: Path) -> None:
+    """The dispatch and compiled variants stay out of a default sweep; ``--only`` runs them."""
+    plain, named = tmp_path / "plain.json", tmp_path / "named.json"
+    plain_run = run_cli("--op", "exp", "--shape", "1003", "--metrics", "accuracy", "--output-json",
+                        str(plain))
+    assert plain_run.returncode == 0, plain_run.stderr
+    assert {r.backend for r in read_json(plain)[1]} == {"eager", "triton", "helion", "torch_compile"}
+    result = run_cli("--op", "exp", "--shape", "1003", "--only", "triton,triton_direct",
+                     "--metrics", "accuracy", "--output-json", str(named))
+    assert result.returncode == 0, result.stderr
+    assert {r.backend for r in read_json(named)[1]} == {"triton", "triton_direct"}
 
 
 @pytest.mark.parametrize(
