@@ -81,20 +81,12 @@ def test_shards_are_disjoint_and_their_merge_is_the_whole_run(tmp_path: Path) ->
     assert set(_cells(merged)) == set(_cells(whole))
     header, _ = read_json(merged)
     assert sorted(header["shards"]) == ["1/3", "2/3", "3/3"]
-    compared = run_cli(
-        "compare",
-        str(whole),
-        str(merged),
-        "--max-noisy",
-        "0.99",
-        "--threshold",
-        "0.99",
-        "--small-threshold",
-        "0.99",
-        "--noisy-threshold",
-        "99",
-    )
-    assert compared.returncode == 0, compared.stdout + compared.stderr
+    # compare accepts the merged file and judges every cell (its verdicts are CPU timings, which
+    # may swing past any threshold on a loaded machine: only a refusal, exit 2, is a failure).
+    compared = run_cli("compare", str(whole), str(merged))
+    assert compared.returncode in (0, 1), compared.stdout + compared.stderr
+    latencies = sum(1 for key in _cells(whole) if key[-1] == "latency")
+    assert f"{latencies} cells:" in compared.stdout
 
 
 @pytest.mark.parametrize("field", ["git_commit", "timer", "options"])
