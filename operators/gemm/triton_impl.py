@@ -40,6 +40,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from operators.gemm.alignment import aligned_operand, output_buffer
+from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.triton_configs import (
     FULL_BIAS,
     INTERPRETED,
@@ -333,61 +334,7 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
 # ---------------------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("opbench::matmul", mutates_args=())
-def _matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return fused_matmul(a, b)
-
-
-@torch.library.custom_op("opbench::addmm", mutates_args=())
-def _addmm_op(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
-              beta: float) -> torch.Tensor:
-    return fused_matmul(mat1, mat2, bias, alpha, beta)
-
-
-@_matmul_op.register_fake
-def _matmul_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return output_buffer(a.shape[0], b.shape[1], a.dtype, a.device)
-
-
-@_addmm_op.register_fake
-def _addmm_fake(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
-                beta: float) -> torch.Tensor:
-    return output_buffer(mat1.shape[0], mat2.shape[1], mat1.dtype, mat1.device)
-
-
-def _save_operands(ctx, inputs: tuple, output: torch.Tensor) -> None:
-    a, b = inputs
-    ctx.save_for_backward(a, b)
-
-
-def _matmul_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-    a, b = ctx.saved_tensors
-    grad_a = _matmul_op(grad, b.mT) if ctx.needs_input_grad[0] else None
-    grad_b = _matmul_op(a.mT, grad) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b
-
-
-def _save_addmm(ctx, inputs: tuple, output: torch.Tensor) -> None:
-    bias, mat1, mat2, alpha, beta = inputs
-    ctx.save_for_backward(mat1, mat2)
-    ctx.bias_shape = None if bias is None else bias.shape
-    ctx.alpha, ctx.beta = alpha, beta
-
-
-def _addmm_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-    mat1, mat2 = ctx.saved_tensors
-    grad_bias = grad_mat1 = grad_mat2 = None
-    if ctx.bias_shape is not None and ctx.needs_input_grad[0]:
-        grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
-    if ctx.needs_input_grad[1]:
-        grad_mat1 = _addmm_op(None, grad, mat2.mT, ctx.alpha, 0.0)
-    if ctx.needs_input_grad[2]:
-        grad_mat2 = _addmm_op(None, mat1.mT, grad, ctx.alpha, 0.0)
-    return grad_bias, grad_mat1, grad_mat2, None, None
-
-
-_matmul_op.register_autograd(_matmul_backward, setup_context=_save_operands)
-_addmm_op.register_autograd(_addmm_backward, setup_context=_save_addmm)
+OPS = define_matmul_ops("opbench", fused_matmul)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

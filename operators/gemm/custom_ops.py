@@ -1,0 +1,80 @@
+"""``matmul`` and ``addmm`` as ``torch.library`` custom ops with registered autograd, over any
+kernel ``fused_matmul(mat1, mat2, bias=None, alpha=1.0, beta=1.0)``: the Triton backends' ops
+(``opbench::``) and the Helion ones' (``opbench_helion::``) are built here alike::
+
+    out       = alpha * mat1 @ mat2 + beta * bias
+    grad_1    = alpha * grad @ mat2.T        grad_2 = alpha * mat1.T @ grad
+    grad_bias = beta * grad, summed to the bias's shape (N,) or (M, N)
+
+Outputs have 16-byte padded row pitches (:func:`~operators.gemm.alignment.output_buffer`), which
+the fake implementations reproduce, so Inductor plans the strides the kernels return.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from operators.gemm.alignment import output_buffer
+
+
+@dataclass(frozen=True)
+class MatmulOps:
+    """The two custom ops of one kernel: ``matmul(a, b)`` and ``addmm(bias, mat1, mat2, alpha, beta)``."""
+
+    matmul: Any
+    addmm: Any
+
+
+def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor]) -> MatmulOps:
+    """Register ``<namespace>::matmul`` and ``<namespace>::addmm`` over ``fused_matmul``."""
+
+    @torch.library.custom_op(f"{namespace}::matmul", mutates_args=())
+    def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return fused_matmul(a, b)
+
+    @torch.library.custom_op(f"{namespace}::addmm", mutates_args=())
+    def addmm_op(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
+                 beta: float) -> torch.Tensor:
+        return fused_matmul(mat1, mat2, bias, alpha, beta)
+
+    @matmul_op.register_fake
+    def _(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return output_buffer(a.shape[0], b.shape[1], a.dtype, a.device)
+
+    @addmm_op.register_fake
+    def _(bias: torch.Tensor | None, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
+          beta: float) -> torch.Tensor:
+        return output_buffer(mat1.shape[0], mat2.shape[1], mat1.dtype, mat1.device)
+
+    def save_operands(ctx, inputs: tuple, output: torch.Tensor) -> None:
+        a, b = inputs
+        ctx.save_for_backward(a, b)
+
+    def matmul_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        a, b = ctx.saved_tensors
+        grad_a = matmul_op(grad, b.mT) if ctx.needs_input_grad[0] else None
+        grad_b = matmul_op(a.mT, grad) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+    def save_addmm(ctx, inputs: tuple, output: torch.Tensor) -> None:
+        bias, mat1, mat2, alpha, beta = inputs
+        ctx.save_for_backward(mat1, mat2)
+        ctx.bias_shape = None if bias is None else bias.shape
+        ctx.alpha, ctx.beta = alpha, beta
+
+    def addmm_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        mat1, mat2 = ctx.saved_tensors
+        grad_bias = grad_mat1 = grad_mat2 = None
+        if ctx.bias_shape is not None and ctx.needs_input_grad[0]:
+            grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
+        if ctx.needs_input_grad[1]:
+            grad_mat1 = addmm_op(None, grad, mat2.mT, ctx.alpha, 0.0)
+        if ctx.needs_input_grad[2]:
+            grad_mat2 = addmm_op(None, mat1.mT, grad, ctx.alpha, 0.0)
+        return grad_bias, grad_mat1, grad_mat2, None, None
+
+    matmul_op.register_autograd(matmul_backward, setup_context=save_operands)
+    addmm_op.register_autograd(addmm_backward, setup_context=save_addmm)
+    return MatmulOps(matmul_op, addmm_op)
