@@ -6,6 +6,7 @@ Each broken backend (a crash, an exception, a wrong result, a modified input, a 
 in a later repeat) fails only its own cell; the suite's tests run them.
 """
 
+import atexit
 import os
 import signal
 import time
@@ -116,3 +117,11 @@ def hangs_on_rank_1(self, x):
             time.sleep(600)
         return torch.exp(x)
     return call
+
+
+@register_benchmark(operator="exp")
+def slow_to_exit(self, x):
+    """Healthy, but its process takes 30 s to exit (as a worker's interpreter shutdown can, after
+    torch.compile or Helion): the cell's ``--timeout`` ends with its result, not its exit."""
+    atexit.register(time.sleep, 30)
+    return lambda: torch.exp(x)

@@ -24,6 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from harness.compare.stats import ratio_ci, relative_spread
+from harness.measure.errors import error_line
 from harness.report.results import Record
 
 VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "improvement", "noisy",
@@ -83,11 +84,6 @@ class Row:
     note: str = ""
 
 
-def _first_line(text: str | None) -> str:
-    lines = (text or "").strip().splitlines()
-    return lines[0][:120] if lines else "no message"
-
-
 def _accuracy_verdict(base_acc: Record | None, cur_acc: Record | None) -> tuple[str, str] | None:
     """The accuracy verdict and its note when the current run lost the baseline's accuracy, else None."""
     if base_acc is None or base_acc.status != "ok" or base_acc.value != 1.0:
@@ -95,11 +91,11 @@ def _accuracy_verdict(base_acc: Record | None, cur_acc: Record | None) -> tuple[
     if cur_acc is None:
         return "accuracy_missing", "no accuracy record in current"
     if cur_acc.status == "error":
-        return "accuracy_lost", f"accuracy check failed: {_first_line(cur_acc.error)}"
+        return "accuracy_lost", f"accuracy check failed: {error_line(cur_acc.error)}"
     if cur_acc.status == "ok" and cur_acc.value == 0.0:
         return "accuracy_lost", cur_acc.note or "accuracy 0"
     if cur_acc.status == "skipped":
-        return "accuracy_missing", f"accuracy skipped in current: {_first_line(cur_acc.error)}"
+        return "accuracy_missing", f"accuracy skipped in current: {error_line(cur_acc.error)}"
     return None
 
 
@@ -108,7 +104,7 @@ def _missing(cur: Record | None) -> str | None:
     if cur is None:
         return "absent from current"
     if cur.status != "ok" or cur.value is None:
-        return f"{cur.status} in current: {_first_line(cur.error)}"
+        return f"{cur.status} in current: {error_line(cur.error)}"
     return None
 
 

@@ -44,8 +44,10 @@ def error_line(text: str | None) -> str:
     CUDA context, :data:`CONTEXT_LOST_NOTE`).
 
     The message after the caret of a compiler error (Triton's ``at 4:33:`` is followed by the
-    source and a caret), else the last line naming an exception, else the first line that is
-    not boilerplate (CUDA's advice on debugging, traceback frames).
+    source and a caret), else the last line naming a CUDA error that poisons the context (a dying
+    worker's ``what(): CUDA error: ...`` after a harmless warning), else the last line naming an
+    exception, else the first line that is not boilerplate (CUDA's advice on debugging, traceback
+    frames).
     """
     if text and CONTEXT_LOST_NOTE in text:
         return f"{error_line(text.replace(CONTEXT_LOST_NOTE, ''))} {CONTEXT_LOST_NOTE}"
@@ -56,6 +58,9 @@ def error_line(text: str | None) -> str:
     if carets and carets[-1] + 1 < len(lines):
         return _prefixed(lines, lines[carets[-1] + 1])
     meaningful = [line for line in lines if not _BOILERPLATE.search(line)]
+    sticky = [line for line in meaningful if STICKY_ERRORS.search(line)]
+    if sticky:
+        return sticky[-1][:300]
     exceptions = [line for line in meaningful if _EXCEPTION_LINE.match(line)]
     if exceptions:
         return exceptions[-1][:300]

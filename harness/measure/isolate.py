@@ -99,7 +99,7 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
                 stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, env=env,
             )
             try:
-                late = _wait(proc, timing_path, settings.startup_timeout_s, settings.timeout_s)
+                late = _wait(proc, timing_path, out_path, settings.startup_timeout_s, settings.timeout_s)
             except BaseException:
                 # Ctrl-C reaches only this process (the worker has its own session): end the worker too.
                 _kill_session(proc)
@@ -108,15 +108,19 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
                 _kill_session(proc)
                 return Measurement(), late
             if out_path.exists():
+                _kill_session(proc)
                 return _measurement_from_json(json.loads(out_path.read_text()))
             stderr.seek(0)
             return Measurement(), _died(proc.returncode, stderr.read())
 
 
-def _wait(proc: subprocess.Popen, timing_path: Path, startup_s: float, timeout_s: float | None) -> str | None:
-    """Wait for the worker to end; why it was too late (the cell's error), or None if it ended in time."""
+def _wait(proc: subprocess.Popen, timing_path: Path, out_path: Path, startup_s: float,
+          timeout_s: float | None) -> str | None:
+    """Wait until the worker has written its result or ended; why it was too late (the cell's
+    error), or None if it finished in time.  Its interpreter's shutdown, after the result, is not
+    the cell's time."""
     deadline, timing = time.monotonic() + startup_s, False
-    while proc.poll() is None:
+    while proc.poll() is None and not out_path.exists():
         now = time.monotonic()
         if not timing and timing_path.exists():
             timing = True

@@ -156,6 +156,20 @@ def test_lost_accuracy_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert verdicts[("1048576", "triton")][0] == "unchanged"
 
 
+def test_a_lost_accuracy_note_is_the_line_that_says_what_went_wrong(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Triton compile error's first line is ``at 4:33:``: the note (and the PR comment) gives
+    the message after the source's caret instead, as the tables do."""
+    current = sweep(seed=2)
+    broken = find(current, 4096, "triton", "accuracy")
+    broken.value, broken.status = None, "error"
+    broken.error = ("CompilationError: at 4:33:\n    y = tl.load(x_ptr + offs)\n        ^\n"
+                    "NameError: offs is not defined")
+    _, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
+    assert verdicts[("4096", "triton")] == (
+        "accuracy_lost", "accuracy check failed: CompilationError: NameError: offs is not defined")
+
+
 def test_a_folder_for_markdown_is_refused_before_comparing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path / "base.json", sweep(seed=1))

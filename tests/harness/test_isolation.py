@@ -179,3 +179,14 @@ def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
     assert 0.3 <= time.monotonic() - started < 5
     assert error.startswith("did not start timing within 0.3 s") and not measurement.repeats
     assert killed == [(4242, signal.SIGKILL)]
+
+
+def test_the_timeout_ends_with_the_cells_result_not_its_workers_exit(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--isolate", "--timeout", "5", "--shape", "100",
+                     "--only", "eager,slow_to_exit", "--metrics", "accuracy,latency",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _cells(out)[("slow_to_exit", "latency")].value > 0
+    assert time.monotonic() - started < 25, "the worker's 30 s exit was not waited for"

@@ -309,11 +309,7 @@ def test_skipped_backends_keep_their_place_in_the_table(tmp_path: Path) -> None:
         "numel",
         "eager-accuracy",
         "triton-accuracy",
-        "triton_direct-accuracy",
-        "triton_compiled-accuracy",
         "helion-accuracy",
-        "helion_op-accuracy",
-        "helion_compiled-accuracy",
         "torch_compile-accuracy",
     ]
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.measure.errors import CONTEXT_LOST_NOTE
+from harness.measure.errors import CONTEXT_LOST_NOTE, error_line
 from harness.report.results import Record
 from harness.report.table import AVERAGE_NOTE, TableData, render
 from tests.helpers import sample_exp_records
@@ -49,3 +49,11 @@ def test_an_error_footnote_is_the_one_line_that_says_what_went_wrong() -> None:
     assert footnote == ("[1] triton: AcceleratorError: CUDA error: an illegal memory access was encountered "
                         f"{CONTEXT_LOST_NOTE}")
     assert "TORCH_USE_CUDA_DSA" not in text
+
+
+def test_a_dead_workers_error_line_is_its_cuda_error_not_an_earlier_warning() -> None:
+    stderr = ("/some/lib.py:10: UserWarning: something benign\n"
+              "terminate called after throwing an instance of 'c10::AcceleratorError'\n"
+              "  what():  CUDA error: an illegal memory access was encountered\n"
+              "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.")
+    assert error_line(stderr) == "what():  CUDA error: an illegal memory access was encountered"
