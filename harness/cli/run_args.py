@@ -88,7 +88,8 @@ def build_parser() -> OneLineParser:
     add("--isolate", action="store_true",
         help="run each backend of each shape in its own subprocess (crashes become cell errors)")
     add("--timeout", type=positive_float,
-        help="with --isolate: seconds one cell may take once it starts timing (its start-up has its own)")
+        help="with --isolate: seconds one cell may take once it starts timing, or, untimed, once its "
+             "first call is done (its start-up has its own)")
     add("--startup-timeout", type=positive_float, default=600.0,
         help="with --isolate: seconds a cell's worker may take to start timing: imports, inputs, the "
              "reference, set-up and the first call, where compilation happens (default 600)")

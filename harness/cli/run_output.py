@@ -44,6 +44,7 @@ class Outputs:
     output_dir: Path
     precision: str
     stamp: str
+    several_tables: bool = False
 
     @classmethod
     def of(cls, args: argparse.Namespace, precision: str, modes: list[str]) -> Outputs:
@@ -53,21 +54,24 @@ class Outputs:
             json_path = (Path(args.output_json) if args.output_json
                          else Path(args.output_dir) / result_name(args.op, modes, precision, stamp, "json"))
         plot_path = Path(args.plot) if args.plot else None
-        return cls(json_path, args.csv, plot_path, Path(args.output_dir), precision, stamp)
+        # Named by the tables the run asks for, not by those it finished: a stopped run's CSV
+        # files have the names its whole run's would.
+        several = len(args.op) * len(modes) > 1
+        return cls(json_path, args.csv, plot_path, Path(args.output_dir), precision, stamp, several)
 
     @property
     def text(self) -> TextIO:
         """Where the human-readable output goes: stderr when stdout carries CSV."""
         return sys.stderr if self.csv == "-" else sys.stdout
 
-    def csv_path(self, op: str, mode: str, several: bool) -> Path | None:
+    def csv_path(self, op: str, mode: str) -> Path | None:
         """The CSV file of one table (None when the tables go to stdout)."""
         if self.csv == "-":
             return None
         if not self.csv:
             return self.output_dir / result_name([op], [mode], self.precision, self.stamp, "csv")
         path = Path(self.csv)
-        if several:
+        if self.several_tables:
             return path.with_name(f"{path.stem}_{op}_{mode}_{self.precision}{path.suffix or '.csv'}")
         return path
 
@@ -84,7 +88,7 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
         if outputs.csv is None:
             continue
         data = TableData(group, labels[op], orders.get(op))
-        path = outputs.csv_path(op, mode, len(groups) > 1)
+        path = outputs.csv_path(op, mode)
         if path is None:
             print(data.csv(delimiter=";"))
         else:

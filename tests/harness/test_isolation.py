@@ -190,3 +190,14 @@ def test_the_timeout_ends_with_the_cells_result_not_its_workers_exit(tmp_path: P
     assert result.returncode == 0, result.stdout + result.stderr
     assert _cells(out)[("slow_to_exit", "latency")].value > 0
     assert time.monotonic() - started < 25, "the worker's 30 s exit was not waited for"
+
+
+def test_the_timeout_bounds_an_accuracy_only_cell_that_hangs_after_its_first_call(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    result = run_cli("--plugin", PLUGIN, "--op", "exp", "--isolate", "--timeout", "5",
+                     "--startup-timeout", "300", "--shape", "100", "--only", "eager,hangs_after_first_call",
+                     "--metrics", "accuracy", "--output-json", str(out))
+    assert time.monotonic() - started < 120, "the 300 s start-up allowance was waited out"
+    assert result.returncode == 1
+    assert "(--timeout)" in _cells(out)[("hangs_after_first_call", "accuracy")].error

@@ -158,6 +158,25 @@ def test_sigterm_keeps_the_finished_cells_prints_their_tables_and_exits_143(tmp_
     assert records and len(records) % 2 == 0 and len(records) < 60
 
 
+def test_a_stopped_run_names_its_csv_as_its_whole_run_would(tmp_path: Path) -> None:
+    """``--mode fwd,bwd --csv PATH`` stopped during fwd still writes ``PATH``'s per-table name."""
+    out, tables = tmp_path / "partial.json", tmp_path / "tables.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "--op", "exp", "--mode", "fwd,bwd", "--shape", "1000",
+         "--plugin", "examples/plugins/faulty_exp_backends.py", "--only", "eager,hangs",
+         "--metrics", "accuracy", "--csv", str(tables), "--output-json", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert out.exists(), "eager's cell did not finish in time"
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert (tmp_path / "tables_exp_fwd_fp32.csv").exists() and not tables.exists()
+
+
 def test_a_run_without_output_json_still_keeps_its_results_and_names_them_last(tmp_path: Path) -> None:
     result = run_cli(
         "--op",
