@@ -200,10 +200,16 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
     for record in records:
         if (problem := malformed(record)) is not None:
             raise ResultFileError(f"{path}: {describe_cell(record)}: {problem}")
+    ceilings = payload["header"].get("ceilings_gbps")
+    if ceilings is not None and not (isinstance(ceilings, dict)
+                                     and all(_number(v) and v > 0 for v in ceilings.values())):
+        raise ResultFileError(f"{path}: header ceilings_gbps {ceilings!r} is not positive numbers by pattern")
     return payload["header"], records
 
 
 STATUSES = ("ok", "error", "skipped")
+POSITIVE_METRICS = ("latency", "speedup", "walltime")
+"""Metrics whose every measured value is above zero (a ratio or a time)."""
 
 
 def _number(value: Any) -> bool:
@@ -231,6 +237,15 @@ def malformed(record: Record) -> str | None:
         return f"value {record.value!r} is not a finite number"
     if record.status == "ok" and record.value is None:
         return "status ok without a value"
+    if record.repeats is not None and not isinstance(record.repeats, list):
+        return f"repeats {record.repeats!r} is not a list of latencies"
+    if not isinstance(record.extra, dict):
+        return f"extra {record.extra!r} is not an object"
+    spread = record.extra.get("spread")
+    if spread is not None and not (_number(spread) and spread >= 0):
+        return f"spread {spread!r} is not a non-negative number"
+    if record.metric in POSITIVE_METRICS and record.value is not None and record.value <= 0:
+        return f"{record.metric} {record.value!r} is not positive"
     timing = [record.value] if record.metric == "latency" and record.value is not None else []
     timing += [v for v in (record.p20, record.p50, record.p80) if v is not None]
     timing += list(record.repeats or [])

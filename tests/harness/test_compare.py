@@ -443,6 +443,35 @@ def test_malformed_latency_values_are_refused_naming_the_cell(
     assert shown.returncode == 2 and "latency of exp/fwd/bfloat16/4096/helion" in shown.stderr
 
 
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("repeats", 5, "repeats 5 is not a list"),
+    ("extra", "abc", "extra 'abc' is not an object"),
+    ("extra", {"spread": "x"}, "spread 'x' is not a non-negative number"),
+])
+def test_malformed_latency_fields_are_refused_by_compare_and_show(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, says: str) -> None:
+    current = tmp_path / "cur.json"
+    write(current, sweep(seed=2))
+    payload = json.loads(current.read_text())
+    cell = next(r for r in payload["records"] if r["metric"] == "latency" and r["backend"] == "helion")
+    cell[field] = value
+    current.write_text(json.dumps(payload))
+    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
+    shown = run_cli("show", str(current))
+    assert shown.returncode == 2 and says in shown.stderr and "Traceback" not in shown.stderr
+
+
+def test_malformed_ceilings_in_a_header_are_refused_in_one_line(tmp_path: Path) -> None:
+    current = tmp_path / "cur.json"
+    write(current, sweep(seed=2))
+    payload = json.loads(current.read_text())
+    payload["header"]["ceilings_gbps"] = {"copy": "fast"}
+    current.write_text(json.dumps(payload))
+    shown = run_cli("show", str(current))
+    assert shown.returncode == 2 and "ceilings_gbps" in shown.stderr and "Traceback" not in shown.stderr
+
+
 def test_same_code_a_percent_apart_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two runs of one commit differ by about 1% (README): within the run noise, never a verdict."""
     current = sweep(seed=2, scale=dict.fromkeys(BACKENDS, 1.015))
