@@ -17,52 +17,10 @@ from __future__ import annotations
 
 import torch
 
+from operators.rms_norm.custom_ops import define_rms_norm_ops
 from operators.rms_norm.helion_impl import check_inputs, rms_norm_backward, rms_norm_forward
 
-
-@torch.library.custom_op("opbench_helion::rms_norm_fwd", mutates_args=())
-def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """RMS-normalize the rows of contiguous 2-D ``x``; returns ``y`` and the fp32 ``rstd`` (M,)."""
-    return rms_norm_forward(x, weight, eps)
-
-
-@rms_norm_fwd.register_fake
-def _(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.empty_like(x), x.new_empty(x.shape[:1], dtype=torch.float32)
-
-
-@torch.library.custom_op("opbench_helion::rms_norm_bwd", mutates_args=())
-def rms_norm_bwd(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gradients ``(dx, dw)`` of :func:`rms_norm_fwd` given ``grad_out`` and the saved ``rstd``."""
-    return rms_norm_backward(grad_out, x, weight, rstd)
-
-
-@rms_norm_bwd.register_fake
-def _(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.empty_like(x), torch.empty_like(weight)
-
-
-def _setup_context(ctx, inputs: tuple, output: tuple) -> None:
-    x, weight, _ = inputs
-    _, rstd = output
-    ctx.mark_non_differentiable(rstd)
-    ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, weight, rstd)
-
-
-def _backward(ctx, grad_y: torch.Tensor | None, _grad_rstd: None) -> tuple:
-    if grad_y is None:
-        return None, None, None
-    x, weight, rstd = ctx.saved_tensors
-    dx, dw = rms_norm_bwd(grad_y, x, weight, rstd)
-    return dx, dw, None
-
-
-rms_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
+rms_norm_fwd, rms_norm_bwd = define_rms_norm_ops("opbench_helion", rms_norm_forward, rms_norm_backward)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -27,6 +27,7 @@ import triton
 import triton.language as tl
 
 from operators.rms_norm import triton_wide
+from operators.rms_norm.custom_ops import define_rms_norm_ops
 from operators.rms_norm.triton_plans import (
     GRID_DEPENDENCY_CONTROL,
     BwdKernel,
@@ -276,52 +277,7 @@ def rms_norm_backward(
     return launch_bwd(grad_out, x, weight, rstd, bwd_plan(*x.shape, x.dtype))
 
 
-@torch.library.custom_op("opbench::rms_norm_fwd", mutates_args=())
-def rms_norm_fwd(
-    x: torch.Tensor, weight: torch.Tensor, eps: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """RMS-normalize the rows of 2-D ``x``; returns ``y`` and the fp32 ``rstd`` of shape (M,)."""
-    return rms_norm_forward(x, weight, eps)
-
-
-@rms_norm_fwd.register_fake
-def _(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.empty_like(x), x.new_empty(x.shape[:1], dtype=torch.float32)
-
-
-@torch.library.custom_op("opbench::rms_norm_bwd", mutates_args=())
-def rms_norm_bwd(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gradients ``(dx, dw)`` of :func:`rms_norm_fwd` given ``grad_out`` and the saved ``rstd``."""
-    return rms_norm_backward(grad_out, x, weight, rstd)
-
-
-@rms_norm_bwd.register_fake
-def _(
-    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, rstd: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.empty_like(x), torch.empty_like(weight)
-
-
-def _setup_context(ctx, inputs: tuple, output: tuple) -> None:
-    x, weight, _ = inputs
-    _, rstd = output
-    ctx.mark_non_differentiable(rstd)
-    # No zero-filled gradient for rstd: that fill was a kernel launch in every backward.
-    ctx.set_materialize_grads(False)
-    ctx.save_for_backward(x, weight, rstd)
-
-
-def _backward(ctx, grad_y: torch.Tensor | None, _grad_rstd: None) -> tuple:
-    if grad_y is None:
-        return None, None, None
-    x, weight, rstd = ctx.saved_tensors
-    dx, dw = rms_norm_bwd(grad_y, x, weight, rstd)
-    return dx, dw, None
-
-
-rms_norm_fwd.register_autograd(_backward, setup_context=_setup_context)
+rms_norm_fwd, rms_norm_bwd = define_rms_norm_ops("opbench", rms_norm_forward, rms_norm_backward)
 
 
 def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
