@@ -3,9 +3,9 @@ sm_90 (the H100 and H200) and fits an SM's shared memory.
 
 Run in a process of its own by ``tests/operators/test_rms_norm_triton.py``, as the test session
 has set Triton up for its CPU interpreter, whose kernels cannot be compiled.  Compiles each default
-``bwd_plan`` for widths 1024-16384 and bf16, fp16 and fp32 with Triton's own compiler and
-ptxas; prints each plan's shared memory; exits 1 when one does not compile or needs more
-than 227 KiB (the most a block may have on sm_90).
+``bwd_plan`` for widths 1024-16384 (and the odd 3001 and 5000) and bf16, fp16 and fp32 with
+Triton's own compiler and ptxas; prints each plan's shared memory; exits 1 when one does not
+compile or needs more than 227 KiB (the most a block may have on sm_90).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def signature(kernel: triton.JITFunction, dtype: torch.dtype) -> dict[str, str]:
 def main() -> int:
     failed = False
     for dtype in POINTER:
-        for width in (1024, 2048, 4096, 8192, 16384):
+        for width in (1024, 2048, 3001, 4096, 5000, 8192, 16384):
             plan = triton_impl.bwd_plan(4096, width, dtype)
             kernel, meta = triton_impl.one_pass_kernel(plan)
             num_warps = meta.pop("num_warps")
