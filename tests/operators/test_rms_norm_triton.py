@@ -73,6 +73,20 @@ def test_default_path_at_5000_wide_launches_the_looped_forward_then_the_staged_b
     assert triton_impl.bwd_plan(5, 5000, torch.float32).kernel is BwdKernel.ONE_PASS_PREFETCH
 
 
+def test_unaligned_16_bit_rows_4096_wide_take_one_row_a_step_and_match_reference(monkeypatch):
+    # 3001-wide fp16 rows (no 16-byte loads) run the plain one-pass kernel one row a step with
+    # 4 warps (prediction 29); aligned 4096-wide rows and fp32 rows keep the prefetching kernel.
+    launched = []
+    name = "_rms_norm_bwd_kernel"
+    monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
+    outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 3001, torch.float16)
+    assert launched == [name]
+    assert_matches_reference(outputs, expected, torch.float16)
+    assert triton_impl.bwd_plan(5, 3001, torch.float16).num_warps == 4
+    assert triton_impl.bwd_plan(5, 4096, torch.float16).kernel is BwdKernel.ONE_PASS_PREFETCH
+    assert triton_impl.bwd_plan(5, 3001, torch.float32).kernel is BwdKernel.ONE_PASS_PREFETCH
+
+
 @pytest.mark.parametrize("n, chunk", [
     (1000, None), (2047, None), (2048, 1024), (3000, 1024), (5120, 2048), (16384, 4096), (32768, 8192),
     (100000, 8192), (131073, 8192),
