@@ -36,11 +36,12 @@ def run_cells(op: BenchmarkOperator, mode: Mode, shape: Shape, metrics: list[str
     return {(r.backend, r.metric): r for r in run_shape(sweep, shape)}
 
 
-def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python run.py ARGS`` from the repository root."""
+def run_cli(*args: str, timeout: float = 600,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python run.py ARGS`` from the repository root (in environment ``env`` when given)."""
     return subprocess.run(
         [sys.executable, "run.py", *args], cwd=ROOT, capture_output=True, text=True,
-        timeout=timeout,
+        timeout=timeout, env=env,
     )
 
 
@@ -94,4 +95,21 @@ def sample_exp_records() -> list[Record]:
             rows.append(Record("exp", "fwd", "float32", x, backend, "speedup", base / latency, "x"))
     rows.append(Record("exp", "fwd", "float32", 8192, "eager", "latency", None, "ms",
                        status="error", error="RuntimeError: out of memory"))
+    return rows
+
+
+BF16_CPU_COLUMNS = ["eager-latency", "triton-latency", "helion-latency", "torch_compile-latency"]
+"""The columns a bf16 CPU run of exp prints: the operator's backends, baseline first."""
+
+
+def bf16_cpu_exp_records() -> list[Record]:
+    """An exp fwd bf16 run on the CPU as its file holds it: the skipped Triton and Helion cells of
+    each shape after the measured ones (eager, torch_compile)."""
+    rows = []
+    for x in (1000, 2000):
+        for backend, latency in (("eager", 0.01), ("torch_compile", 0.02)):
+            rows.append(Record("exp", "fwd", "bfloat16", x, backend, "latency", latency, "ms", p50=latency))
+        for backend in ("triton", "helion"):
+            rows.append(Record("exp", "fwd", "bfloat16", x, backend, "latency", None, "ms", status="skipped",
+                               error=f"{backend}: bf16 is broken in Triton's CPU interpreter"))
     return rows

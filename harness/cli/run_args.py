@@ -91,7 +91,7 @@ def build_parser() -> OneLineParser:
         help="with --isolate: seconds one cell may take once it starts timing, or, untimed, once its "
              "first call is done (its start-up has its own)")
     add("--startup-timeout", type=positive_float, default=600.0,
-        help="with --isolate: seconds a cell's worker may take to start timing: imports, inputs, the "
+        help="with --isolate: seconds a cell's worker may take for its start-up: imports, inputs, the "
              "reference, set-up and the first call, where compilation happens (default 600)")
     add("--shard", metavar="K/N",
         help="run the K-th of N disjoint parts of the sweep, dealt by estimated cost "

@@ -12,8 +12,14 @@ from pathlib import Path
 
 from harness.cli.args import OneLineParser, UsageError, comma_list, read_result_file, validate_choices
 from harness.operator import Mode
-from harness.registry import load_operator, operator_names
-from harness.report.table import ceilings_line, group_records, kernel_tables, options_line, render
+from harness.report.table import (
+    ceilings_line,
+    group_records,
+    kernel_tables,
+    options_line,
+    render,
+    table_layout,
+)
 
 
 def show_main(argv: list[str]) -> int:
@@ -30,10 +36,8 @@ def show_main(argv: list[str]) -> int:
     if not records:
         wanted = f" for mode {','.join(args.mode)} (it has: {', '.join(present)})" if args.mode else ""
         raise UsageError(f"{args.results}: no records{wanted}")
-    known = operator_names()
     for (op, _, _), group in group_records(records).items():
-        label = load_operator(op).x_val_label if op in known else "x_val"
-        print(render(group, label))
+        print(render(group, *table_layout(op)))
         print()
         for table in kernel_tables(group):
             print(table + "\n")

@@ -34,7 +34,7 @@ from harness.measure.cell import (
 )
 from harness.measure.errors import CONTEXT_LOST_NOTE, ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
-from harness.measure.profile import profile_cell, trace_name
+from harness.measure.profile import profile_cell
 from harness.measure.sweep import Sweep
 from harness.operator import Backend, Shape
 
@@ -159,8 +159,7 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
         if built is not None and settings.profiled:
             trace = None
             if settings.profile_dir is not None:
-                shape_label = "x".join(map(str, shape))
-                trace = Path(settings.profile_dir) / trace_name(op.name, mode.value, shape_label, name)
+                trace = Path(settings.profile_dir) / f"{sweep.cell_name(shape, name)}.json"
             try:
                 measurements[name].kernels = profile_cell(built.cell, op.device, trace)
             except Exception as exc:  # noqa: BLE001

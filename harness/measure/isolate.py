@@ -43,6 +43,7 @@ def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
         ],
         "first_call_ms": m.first_call_ms,
         "peak_mem_bytes": m.peak_mem_bytes,
+        "kernels": m.kernels,
         "error": error,
     }
 
@@ -55,6 +56,7 @@ def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | Non
         accuracy=None if accuracy is None else AccuracyResult(*accuracy),
         first_call_ms=data["first_call_ms"],
         peak_mem_bytes=data["peak_mem_bytes"],
+        kernels=data["kernels"],
     )
     return m, data["error"]
 
@@ -76,8 +78,8 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
     """Measure one backend on one shape in a subprocess; its death becomes the cell's error.
 
     The worker's start-up (imports, inputs, the reference, the backend's set-up and first call,
-    where compilation happens) may take ``startup_timeout_s``; from the moment it starts timing,
-    ``timeout_s`` (``--timeout``) bounds the rest.
+    where compilation happens) may take ``startup_timeout_s``; from the moment it starts timing
+    (in a run that times nothing: its checks), ``timeout_s`` (``--timeout``) bounds the rest.
     """
     spec = {
         "settings": sweep.settings.to_json(),
@@ -87,19 +89,18 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
     with tempfile.TemporaryDirectory(prefix="opbench-cell-") as tmp:
         spec_path, out_path, timing_path = (Path(tmp) / name for name in ("spec.json", "out.json", "timing"))
         spec_path.write_text(json.dumps(spec))
-        # Its own session, so a timeout kills compile workers it started too; the suite's root
-        # on its path, so it imports the harness from any working directory.
-        path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path}
         with open(Path(tmp) / "stderr.txt", "w+") as stderr:
             command = [sys.executable, "-m", "harness.measure.isolate", str(spec_path), str(out_path),
                        str(timing_path)]
+            # Its own session, so a timeout kills compile workers it started too.
             proc = subprocess.Popen(
                 command,
-                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, env=env,
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                env=_worker_env(sweep.cell_name(shape, backend)),
             )
             try:
-                late = _wait(proc, timing_path, out_path, settings.startup_timeout_s, settings.timeout_s)
+                late = _wait(proc, timing_path, out_path, settings.startup_timeout_s, settings.timeout_s,
+                             "timing" if sweep.timed else "checking")
             except BaseException:
                 # Ctrl-C reaches only this process (the worker has its own session): end the worker too.
                 _kill_session(proc)
@@ -114,11 +115,22 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
             return Measurement(), _died(proc.returncode, stderr.read())
 
 
+def _worker_env(cell: str) -> dict[str, str]:
+    """The worker's environment: the suite's root on its path, so it imports the harness from any
+    working directory, and ``TORCH_TRACE`` (when set) a folder of the cell's own in it, so each
+    cell's compile log is one ``tlparse`` report."""
+    path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    if env.get("TORCH_TRACE"):
+        env["TORCH_TRACE"] = str(Path(env["TORCH_TRACE"]) / cell)
+    return env
+
+
 def _wait(proc: subprocess.Popen, timing_path: Path, out_path: Path, startup_s: float,
-          timeout_s: float | None) -> str | None:
+          timeout_s: float | None, activity: str) -> str | None:
     """Wait until the worker has written its result or ended; why it was too late (the cell's
-    error), or None if it finished in time.  Its interpreter's shutdown, after the result, is not
-    the cell's time."""
+    error, saying what it was doing: ``activity``), or None if it finished in time.  Its
+    interpreter's shutdown, after the result, is not the cell's time."""
     deadline, timing = time.monotonic() + startup_s, False
     while proc.poll() is None and not out_path.exists():
         now = time.monotonic()
@@ -127,9 +139,9 @@ def _wait(proc: subprocess.Popen, timing_path: Path, out_path: Path, startup_s: 
             deadline = now + timeout_s if timeout_s is not None else float("inf")
         if now > deadline:
             if timing:
-                return f"timed out after {timeout_s:g} s of timing (--timeout)"
-            return (f"did not start timing within {startup_s:g} s (--startup-timeout: imports, set-up "
-                    "and the first call)")
+                return f"timed out after {timeout_s:g} s of {activity} (--timeout)"
+            return (f"did not finish its start-up within {startup_s:g} s (--startup-timeout: imports, "
+                    "set-up and the first call)")
         time.sleep(0.05)
     return None
 

@@ -8,7 +8,6 @@ no spin kernel, so the trace holds only the call's own kernels; each call is the
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,6 @@ from harness.measure.timing import synchronize
 CALLS = 3
 """Calls a profile records."""
 CALL_RANGE = "opbench.call"
-
-
-def trace_name(op: str, mode: str, shape_label: str, backend: str) -> str:
-    """The trace file of one cell: ``<op>_<mode>_<shape>_<backend>.json``, file-name safe."""
-    return re.sub(r"[^\w.+-]", "_", f"{op}_{mode}_{shape_label}_{backend}") + ".json"
 
 
 def profile_cell(cell: Cell, device: str, trace: Path | None) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -41,6 +42,12 @@ class Sweep:
     def report(self, shape: Shape, backend: str, phase: str) -> None:
         """Tell :attr:`progress` that ``backend``'s cell at ``shape`` entered ``phase``."""
         self.progress(CellEvent(self.op.name, self.mode.value, shape, backend, phase))
+
+    def cell_name(self, shape: Shape, backend: str) -> str:
+        """A cell's name in file and folder names, safe in them: ``<op>_<mode>_<shape>_<backend>``
+        (``rms_norm_bwd_4096x8192_triton``)."""
+        label = "x".join(map(str, shape))
+        return re.sub(r"[^\w.+-]", "_", f"{self.op.name}_{self.mode.value}_{label}_{backend}")
 
     def tolerance(self, shape: Shape) -> Callable[[str], tuple[float, float]]:
         """The operator's (rtol, atol) of each compared tensor of ``shape``, with the command line's

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from tabulate import tabulate
 
 from harness.measure.errors import error_line
+from harness.registry import load_operator, operator_names
 from harness.report.records import BELOW_FLOOR
 from harness.report.results import Record, csv_text
 
@@ -153,6 +154,16 @@ def group_records(records: Iterable[Record]) -> dict[tuple[str, str, str], list[
     for r in records:
         groups.setdefault(_group_key(r), []).append(r)
     return groups
+
+
+def table_layout(op: str) -> tuple[str, list[str] | None]:
+    """The x_val label and the backend order of ``op``'s tables as its run prints them: the
+    operator's backends, baseline first; ``("x_val", None)`` for an operator this process does not
+    know (a plugin's), whose columns keep the records' order."""
+    if op not in operator_names():
+        return "x_val", None
+    operator = load_operator(op)
+    return operator.x_val_label, [b.name for b in operator.backends()]
 
 
 def render(records: list[Record], x_val_label: str, backend_order: list[str] | None = None) -> str:

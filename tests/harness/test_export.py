@@ -13,7 +13,7 @@ import pytest
 from harness.report.exporters import FORMATS
 from harness.report.exporters.common import ExportError
 from harness.report.results import Record, read_json, write_json
-from tests.helpers import ROOT
+from tests.helpers import BF16_CPU_COLUMNS, ROOT, bf16_cpu_exp_records
 
 HEADER = {
     "date_utc": "2026-12-01T09:37:35+00:00", "git_commit": "14b091c", "device": "cuda",
@@ -68,6 +68,12 @@ def test_tritonbench_csv_has_its_table_layout_per_op_mode_dtype() -> None:
                                       ((0.0123 / 0.0071) * (0.0412 / 0.0219)) ** 0.5])
     assert rms[0] == ["MxN", "eager-latency", "helion-latency", "helion-accuracy"]
     assert rms[1][0] == "(4096, 1024)" and rms[-1][0] == "average"
+
+
+def test_tritonbench_csv_orders_the_columns_as_the_run_did_with_skipped_backends_in_place() -> None:
+    (table,) = _tables(FORMATS["tritonbench-csv"](HEADER, bf16_cpu_exp_records()))
+    assert table[0] == ["numel", *BF16_CPU_COLUMNS]
+    assert table[1] == ["1000", "0.01", "", "", "0.02"]
 
 
 def test_tritonbench_json_keys_follow_its_grammar_and_values_are_numbers() -> None:

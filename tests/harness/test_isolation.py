@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -52,7 +53,7 @@ def test_the_startup_allowance_bounds_a_cell_that_hangs_in_its_first_call(tmp_pa
     assert time.monotonic() - started < 120
     assert result.returncode == 1
     cells = _cells(out)
-    assert "did not start timing within 20 s (--startup-timeout" in cells[("hangs", "accuracy")].error
+    assert "did not finish its start-up within 20 s (--startup-timeout" in cells[("hangs", "accuracy")].error
     assert cells[("eager", "accuracy")].value == 1.0
 
 
@@ -149,6 +150,24 @@ def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
     assert _cells(out)[("exp_via_exp2", "accuracy")].value == 1.0
 
 
+def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
+    from harness.measure.accuracy import AccuracyResult
+    from harness.measure.isolate import _measurement_from_json, _measurement_to_json
+    from harness.measure.measurement import Measurement
+    from harness.measure.timing import SampleStats
+
+    measured = Measurement(
+        repeats=[SampleStats(1.0, 1.1, 1.2, 30)], accuracy=AccuracyResult(True, 1e-7, 1e-6, None),
+        first_call_ms=80.0, peak_mem_bytes=4096,
+        kernels=[{"name": "aten::exp", "calls": 1.0, "us_per_call": 3.5, "share": 1.0}],
+        wall_repeats=[SampleStats(2.0, 2.1, 2.2, 40)],
+    )
+    unset = Measurement()
+    assert all(getattr(measured, f.name) != getattr(unset, f.name) for f in dataclasses.fields(Measurement))
+    payload = json.loads(json.dumps(_measurement_to_json(measured, "an error")))
+    assert _measurement_from_json(payload) == (measured, "an error")
+
+
 def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
     import harness.measure.isolate
     from harness.measure.sweep import Sweep
@@ -177,7 +196,7 @@ def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
     started = time.monotonic()
     measurement, error = harness.measure.isolate.measure_isolated(sweep, (100,), "eager")
     assert 0.3 <= time.monotonic() - started < 5
-    assert error.startswith("did not start timing within 0.3 s") and not measurement.repeats
+    assert error.startswith("did not finish its start-up within 0.3 s") and not measurement.repeats
     assert killed == [(4242, signal.SIGKILL)]
 
 
@@ -200,4 +219,5 @@ def test_the_timeout_bounds_an_accuracy_only_cell_that_hangs_after_its_first_cal
                      "--metrics", "accuracy", "--output-json", str(out))
     assert time.monotonic() - started < 120, "the 300 s start-up allowance was waited out"
     assert result.returncode == 1
-    assert "(--timeout)" in _cells(out)[("hangs_after_first_call", "accuracy")].error
+    error = _cells(out)[("hangs_after_first_call", "accuracy")].error
+    assert "timed out after 5 s of checking (--timeout)" in error

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import torch
 
-from harness.measure.profile import trace_name
+from harness.measure.sweep import Sweep
 from harness.operator import Mode
+from harness.report.results import read_json
 from operators.exp.operator import ExpOperator
-from tests.helpers import run_cells, run_cli
+from tests.helpers import cpu_settings, run_cells, run_cli
 
 
 def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
@@ -19,7 +20,7 @@ def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
                      "--profile", str(tmp_path), "--no-save")
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == sorted(trace_name("exp", mode, "1000", backend)
+    assert names == sorted(f"exp_{mode}_1000_{backend}.json"
                            for mode in ("fwd", "bwd") for backend in ("eager", "triton"))
     events = json.loads((tmp_path / "exp_bwd_1000_eager.json").read_text())["traceEvents"]
     calls = [e for e in events if e.get("name") == "opbench.call"]
@@ -43,6 +44,20 @@ def test_the_run_prints_a_kernel_table_per_profiled_cell() -> None:
     assert "kernels of exp fwd 1000 eager" in result.stdout and "aten::exp" in result.stdout
 
 
-def test_trace_names_are_safe_file_names() -> None:
-    assert trace_name("rms_norm", "bwd", "4096x8192", "triton") == "rms_norm_bwd_4096x8192_triton.json"
-    assert "/" not in trace_name("op", "fwd", "1/2", "a b")
+def test_cell_names_are_safe_file_names() -> None:
+    sweep = Sweep(ExpOperator("cpu", torch.float32), Mode.BWD, [(4096, 8192)], ["eager"], "eager",
+                  cpu_settings(["accuracy"]))
+    assert sweep.cell_name((4096, 8192), "triton") == "exp_bwd_4096x8192_triton"
+    assert sweep.cell_name((1,), "a b/c") == "exp_bwd_1_a_b_c"
+
+
+def test_isolated_cells_carry_their_kernels_back_and_write_their_traces(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--shape", "1000", "--only", "eager", "--metrics", "kernels", "--isolate",
+                     "--profile", str(tmp_path / "traces"), "--output-json", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "kernels of exp fwd 1000 eager" in result.stdout and "aten::exp" in result.stdout
+    (record,) = read_json(out)[1]
+    assert record.value == len(record.extra["kernels"]) >= 1
+    events = json.loads((tmp_path / "traces" / "exp_fwd_1000_eager.json").read_text())["traceEvents"]
+    assert len([e for e in events if e.get("name") == "opbench.call"]) == 3

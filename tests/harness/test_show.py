@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.report.results import write_json
-from tests.helpers import run_cli, sample_exp_records
+from tests.helpers import BF16_CPU_COLUMNS, bf16_cpu_exp_records, run_cli, sample_exp_records
 
 
 def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
@@ -66,3 +66,12 @@ def test_show_refuses_a_corrupt_file_in_one_line(tmp_path):
     assert shown.returncode == 2
     assert len(shown.stderr.strip().splitlines()) == 1 and "broken.json" in shown.stderr
 
+
+
+def test_show_orders_the_columns_as_the_run_did_with_skipped_backends_in_place(tmp_path, capsys):
+    from harness.cli import main as cli
+
+    path = tmp_path / "bf16.json"
+    write_json(path, {"device_name": "AMD EPYC"}, bf16_cpu_exp_records())
+    assert cli.main(["show", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == ["numel", *BF16_CPU_COLUMNS]

@@ -21,19 +21,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.registry import load_operator, operator_names
 from harness.report.exporters.common import ExportError, exported, tritonbench_x_val
 from harness.report.results import Record, csv_text
-from harness.report.table import TableData, group_records, x_label
+from harness.report.table import TableData, group_records, table_layout, x_label
 
 
 def _table(records: list[Record]) -> TableData:
     """The table of one (op, mode, dtype) group, columns ordered as the terminal table's."""
-    op = records[0].op
-    if op not in operator_names():
-        return TableData(records, "x_val")
-    operator = load_operator(op)
-    return TableData(records, operator.x_val_label, [operator.baseline().name])
+    return TableData(records, *table_layout(records[0].op))
 
 
 def to_csv(header: dict[str, Any], records: list[Record]) -> str:
