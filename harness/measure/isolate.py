@@ -43,6 +43,7 @@ def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
         ],
         "first_call_ms": m.first_call_ms,
         "peak_mem_bytes": m.peak_mem_bytes,
+        "notes": m.notes,
         "error": error,
     }
 
@@ -55,6 +56,7 @@ def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | Non
         accuracy=None if accuracy is None else AccuracyResult(*accuracy),
         first_call_ms=data["first_call_ms"],
         peak_mem_bytes=data["peak_mem_bytes"],
+        notes=data["notes"],
     )
     return m, data["error"]
 
