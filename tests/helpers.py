@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -34,6 +35,15 @@ def run_cells(op: BenchmarkOperator, mode: Mode, shape: Shape, metrics: list[str
     sweep = Sweep(op, mode, [shape], names, op.baseline().name, cpu_settings(metrics, **overrides),
                   progress=progress)
     return {(r.backend, r.metric): r for r in run_shape(sweep, shape)}
+
+
+def run_compiling(script: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python SCRIPT`` with Triton's interpreter off, so that it can compile kernels (for a GPU
+    target it names) although this session interprets them."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_AUTOTUNE_EFFORT")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
+    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def run_cli(*args: str, timeout: float = 600,

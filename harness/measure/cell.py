@@ -6,7 +6,9 @@ reference; after timing, the inputs are refilled with fresh values and one more 
 checked against their own reference, so a backend that caches its first result, or is right
 once and then returns garbage, fails.  Before each checked call the allocator's free blocks of
 the output sizes are filled with NaN (an output a kernel never writes is caught); after the
-cell, its inputs and the ``dy`` it was handed must be unchanged.
+cell, its inputs and the ``dy`` it was handed must be unchanged.  What the kernels note about
+how they ran (e.g. on a stored config of another shape bucket) during the set-up and first call
+is kept with the cell's measurement.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 
 from harness.measure.accuracy import AccuracyResult, compare_all
 from harness.measure.measurement import Measurement
+from harness.measure.notes import collecting
 from harness.measure.timing import Timer, WallTimer, synchronize
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
 
@@ -106,10 +109,11 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
                mode: Mode, reference: Reference, measurement: Measurement,
                first_call_time: bool = True) -> Cell:
     """Build the backend's callable and make its first call; records the first call's time
-    (``first_call_time``: as ``compile_time`` needs it, which in ``bwd`` takes one more forward)."""
+    (``first_call_time``: as ``compile_time`` needs it, which in ``bwd`` takes one more forward)
+    and the notes its kernels leave (:mod:`harness.measure.notes`)."""
     poison_free_blocks(reference, op.dtype)
     start = time.perf_counter()
-    with op.track_grad_outputs() as dys:
+    with op.track_grad_outputs() as dys, collecting(measurement.notes):
         fn = getattr(op, backend.method)(*inputs)
         leaves = [inputs[i] for i in diff]
 

@@ -44,6 +44,7 @@ def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
         "first_call_ms": m.first_call_ms,
         "peak_mem_bytes": m.peak_mem_bytes,
         "kernels": m.kernels,
+        "notes": m.notes,
         "error": error,
     }
 
@@ -57,6 +58,7 @@ def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | Non
         first_call_ms=data["first_call_ms"],
         peak_mem_bytes=data["peak_mem_bytes"],
         kernels=data["kernels"],
+        notes=data["notes"],
     )
     return m, data["error"]
 

@@ -23,8 +23,8 @@ def combined(repeats: list[SampleStats]) -> SampleStats | None:
 
 @dataclass
 class Measurement:
-    """One cell's timings (one SampleStats per repeat, device and wall), accuracy, first-call time
-    and memory."""
+    """One cell's timings (one SampleStats per repeat, device and wall), accuracy, first-call time,
+    memory and notes."""
 
     repeats: list[SampleStats] = field(default_factory=list)
     accuracy: AccuracyResult | None = None
@@ -34,6 +34,9 @@ class Measurement:
     """What one call launched (:func:`harness.measure.profile.profile_cell`), when profiled."""
     wall_repeats: list[SampleStats] = field(default_factory=list)
     """Host time per call (:class:`~harness.measure.timing.WallTimer`), one per repeat."""
+    notes: list[str] = field(default_factory=list)
+    """What the cell's kernels said about how they ran (:mod:`harness.measure.notes`), e.g. on
+    which stored config."""
 
     @property
     def stats(self) -> SampleStats | None:

@@ -3,6 +3,8 @@
 Guards: a cell faster than the device's physical floor (bytes at datasheet bandwidth, or
 flops at datasheet peak) is flagged ``below_physical_floor`` and kept out of averages and
 verdicts; a speedup above the operator's ``review_speedup`` is flagged ``review_speedup``.
+The notes the cell's kernels left (e.g. a Helion config of another shape bucket) follow each
+record's own note, so every number of that cell says how it was obtained.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
               and baseline.is_registered_baseline() and record.value > op.review_speedup):
             record.flag = REVIEW_SPEEDUP
             record.note = f"speedup over {op.review_speedup:g}x: review"
+        if measurement.notes:
+            record.note = "; ".join(filter(None, [record.note, *measurement.notes]))
         records.append(record)
     return records
 

@@ -1,1 +1,1 @@
-"""Tuning: stored Helion configs (loaded by the kernels at run time) and the tuner that writes them."""
+"""Tuning: stored Helion configs, which one a kernel call runs on, and the tuner that writes them."""

@@ -5,20 +5,16 @@ Each operator keeps its tuned configs in ``operators/<op>/helion_configs.json``:
     {"helion": "1.5.0", "device": "NVIDIA H200",
      "configs": {"exp_fwd|bfloat16|large": {...helion.Config fields...}}}
 
-:func:`call_with_stored_config` binds a Helion kernel to its arguments, applies the stored
-config for the key (compiling it once per specialization) and runs it.  A call may name
-fallback keys after its own (e.g. a kernel sharing another's loop nest): the first stored one
-wins.  No search-based autotuning happens during a benchmark.  Under Triton's CPU interpreter
-the same stored config runs when there is one (its large tiles keep the interpreter fast),
-else Helion's default config.
+A :class:`ConfigStore` is that file together with the operator's bucket scale: where each of
+its buckets lies, so that a call whose own bucket is not stored can take the nearest stored one
+(:mod:`harness.tuning.choice`).  :mod:`harness.tuning.launch` runs a kernel with its config.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +26,6 @@ if TYPE_CHECKING:
 
 HELION_VERSION = "1.5.0"
 
-_configured: weakref.WeakSet = weakref.WeakSet()
 _stores: dict[Path, dict[str, dict[str, Any]]] = {}
 
 
@@ -44,13 +39,29 @@ class TuningJob:
     candidates: list[helion.Config]
 
 
-class MissingConfigError(LookupError):
-    """No stored config matches a kernel call on the GPU."""
+BucketPlace = tuple[float, str]
+"""Where a bucket lies on its operator's scale: a position (e.g. log2 of the row width) and the
+rest of the bucket that a stand-in config should share (a layout, a rows suffix; ``""`` if none)."""
+
+
+@dataclass(frozen=True)
+class ConfigStore:
+    """An operator's stored-config file and its bucket scale."""
+
+    path: Path
+    place: Callable[[str], BucketPlace | None]
+    """Where a bucket (the part of a key after ``kernel|dtype|``) lies; None for one it does not know."""
 
 
 def config_key(kernel_name: str, dtype: torch.dtype, bucket: str) -> str:
     """The key under which a config is stored: ``kernel|dtype|bucket``."""
     return f"{kernel_name}|{str(dtype).removeprefix('torch.')}|{bucket}"
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    """A key's kernel name, dtype and bucket (which may itself hold ``|``)."""
+    kernel_name, dtype, bucket = key.split("|", 2)
+    return kernel_name, dtype, bucket
 
 
 def load_store(path: Path) -> dict[str, dict[str, Any]]:
@@ -69,45 +80,3 @@ def save_store(path: Path, configs: dict[str, dict[str, Any]], device_name: str)
     tmp.write_text(json.dumps(payload, indent=1) + "\n")
     os.replace(tmp, path)
     _stores[path] = merged
-
-
-def _as_keys(keys: str | tuple[str, ...]) -> tuple[str, ...]:
-    return (keys,) if isinstance(keys, str) else keys
-
-
-def first_stored_key(configs: Mapping[str, Any], keys: str | tuple[str, ...]) -> str | None:
-    """The first of ``keys`` (a key, or keys in order of preference) present in ``configs``."""
-    return next((key for key in _as_keys(keys) if key in configs), None)
-
-
-def stored_config(path: Path, keys: str | tuple[str, ...]) -> helion.Config:
-    """The config stored under the first stored of ``keys``; raises :class:`MissingConfigError`
-    naming the first (preferred) key and the fix when none is stored."""
-    configs = load_store(path)
-    key = first_stored_key(configs, keys)
-    if key is None:
-        raise MissingConfigError(
-            f"no stored Helion config for {_as_keys(keys)[0]} in {path.name}; "
-            "run `python run.py tune --op <op>` on this GPU"
-        )
-    import helion  # imported when a kernel first runs, after the device is prepared (harness.device)
-
-    return helion.Config(**configs[key])
-
-
-def call_with_stored_config(kernel: Any, store: Path, keys: str | tuple[str, ...],
-                            *args: object) -> Any:
-    """Run Helion ``kernel`` on ``args`` with the config stored under the first stored of
-    ``keys`` (a key, or keys in order of preference).
-
-    Interpreted (CPU) runs fall back to Helion's default config when none is stored.
-    """
-    bound = kernel.bind(args)
-    if bound not in _configured:
-        interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-        if interpreted and first_stored_key(load_store(store), keys) is None:
-            bound.set_config(bound.config_spec.default_config())
-        else:
-            bound.set_config(stored_config(store, keys))
-        _configured.add(bound)
-    return bound(*args)

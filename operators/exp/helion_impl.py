@@ -10,7 +10,8 @@ multiple of the vector width falls back to narrow accesses).
 
 Configs are tuned on the GPU by ``python run.py tune --op exp``
 (:mod:`operators.exp.helion_tuning`) and stored in ``helion_configs.json`` next to this file,
-one block size per loop; the bucket is ``small`` below ``SMALL_LIMIT`` elements, else ``large``.
+one block size per loop; the bucket is ``small`` below ``SMALL_LIMIT`` elements, else ``large``
+(:data:`BUCKETS`, in order: a call whose bucket is not stored takes the other one).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import helion
 import helion.language as hl
 import torch
 
-from harness.tuning.configs import call_with_stored_config, config_key
+from harness.tuning.configs import BucketPlace, ConfigStore, config_key
+from harness.tuning.launch import call_with_stored_config
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
-
 
 ALIGN = 16384
 SMALL_LIMIT = 2**18
@@ -55,9 +56,21 @@ def exp_bwd(dy: torch.Tensor, y: torch.Tensor, dx: torch.Tensor, dy_tail: torch.
 KERNELS = {"exp_fwd": exp_fwd, "exp_bwd": exp_bwd}
 
 
+BUCKETS = ("small", "large")
+"""The shape buckets, smallest first."""
+
+
 def bucket(numel: int) -> str:
     """The shape bucket whose stored config a tensor of ``numel`` elements uses."""
     return "small" if numel < SMALL_LIMIT else "large"
+
+
+def bucket_place(name: str) -> BucketPlace | None:
+    """Where bucket ``name`` lies on exp's scale: its index in :data:`BUCKETS`."""
+    return (BUCKETS.index(name), "") if name in BUCKETS else None
+
+
+CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)
 
 
 def split_at_bulk(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -71,7 +84,7 @@ def _run(name: str, *inputs: torch.Tensor) -> torch.Tensor:
     """Run kernel ``name`` on flat ``inputs`` into a new output, bulk and tail in one launch."""
     out = torch.empty_like(inputs[0])
     key = config_key(name, out.dtype, bucket(out.numel()))
-    call_with_stored_config(KERNELS[name], CONFIG_PATH, key, *split_at_bulk(*inputs, out))
+    call_with_stored_config(KERNELS[name], CONFIG_STORE, key, *split_at_bulk(*inputs, out))
     return out
 
 

@@ -19,9 +19,12 @@ Configs are tuned on the GPU (:mod:`operators.gemm.helion_tuning`) and stored in
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``.
 
-The addmm epilogues run matmul's loop nest, so without a config of their own they use the one
-stored for ``matmul`` in the same bucket (:func:`config_keys`).  :mod:`operators.gemm.helion_ops`
-wraps :func:`fused_matmul` as custom ops.
+``addmm_1d`` runs matmul's loop nest with a row of bias, so without a config of its own it uses
+the one stored for ``matmul`` in the same bucket (:func:`config_keys`).  ``addmm_2d`` keeps an
+(M, N) bias tile in shared memory besides matmul's buffers, which pushes matmul's large-bucket
+config past the H200's 227 KiB a block: it runs on configs of its own only (the arithmetic is in
+``results/h200/gemm/NOTES.md``).  A call whose bucket is not stored takes the nearest stored one
+(:func:`bucket_place`).  :mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
 """
 
 from __future__ import annotations
@@ -34,11 +37,14 @@ import helion
 import helion.language as hl
 import torch
 
-from harness.tuning.configs import call_with_stored_config, config_key
+from harness.tuning.configs import BucketPlace, ConfigStore, config_key
+from harness.tuning.launch import call_with_stored_config
 from operators.gemm.alignment import aligned_operand, output_buffer
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
+SIZES = ("small", "large")
+"""The size part of a bucket, smallest first."""
 
 
 def scaled(acc: torch.Tensor, tile: tuple, bias: torch.Tensor | None, beta: float) -> torch.Tensor:
@@ -100,11 +106,21 @@ def bucket(x: torch.Tensor, y: torch.Tensor) -> str:
     return f"{size}|{_layout_letter(x)}{_layout_letter(y)}"
 
 
+def bucket_place(name: str) -> BucketPlace | None:
+    """Where bucket ``name`` (``<size>|<layout>``) lies: the size's index in :data:`SIZES`, and
+    the layout, which a stand-in config had better share."""
+    size, _, layout = name.partition("|")
+    return (SIZES.index(size), layout) if size in SIZES else None
+
+
+CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)
+
+
 def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, ...]:
-    """Stored-config keys for kernel ``name`` in a bucket, in order of preference: an addmm
-    kernel's own, then matmul's (the same loop nest with a different epilogue)."""
+    """Stored-config keys for kernel ``name`` in a bucket, in order of preference: its own, then
+    for ``addmm_1d`` matmul's (the same loop nest with a row of bias in the epilogue)."""
     own = config_key(name, dtype, bucket_name)
-    return (own,) if name == "matmul" else (own, config_key("matmul", dtype, bucket_name))
+    return (own, config_key("matmul", dtype, bucket_name)) if name == "addmm_1d" else (own,)
 
 
 def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float = 0.0,
@@ -113,7 +129,7 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
     x, y = _kernel_operand(x), _kernel_operand(y)
     out = output_buffer(x.shape[0], y.shape[1], x.dtype, x.device)
     keys = config_keys(name, x.dtype, bucket(x, y))
-    return call_with_stored_config(matmul_kernel, CONFIG_PATH, keys, x, y, float(alpha), float(beta), bias,
+    return call_with_stored_config(matmul_kernel, CONFIG_STORE, keys, x, y, float(alpha), float(beta), bias,
                                    out, EPILOGUES[name])
 
 

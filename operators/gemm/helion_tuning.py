@@ -46,6 +46,13 @@ _LARGE_CANDIDATES = [
     _candidate([128, 256, 64], warps=8, stages=3, indexing="pointer"),
     _candidate([128, 128, 64], warps=8, stages=4, indexing="pointer"),
 ]
+_LARGE_FULL_BIAS_EXTRA = [
+    _candidate([128, 256, 64], warps=8, stages=2, pid_type=_PERSISTENT, flatten=True),
+    _candidate([128, 128, 64], warps=8, stages=5, pid_type=_PERSISTENT, flatten=True),
+]
+"""``addmm_2d``'s flattened persistent candidates that fit an H200 block's shared memory with the
+(M, N) bias tile (the 3-stage 128x256 one needs 278,568 bytes of 232,448; see
+``results/h200/gemm/NOTES.md``), besides the large list, whose flattened ones do not."""
 _SMALL_CANDIDATES = [
     _candidate([128, 128, 64], warps=8, stages=4),
     _candidate([128, 128, 64], warps=4, stages=4),
@@ -62,8 +69,9 @@ _SMALL_CANDIDATES = [
 def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
     """Plausible H200 configs for ``kernel_name`` (a key of :data:`EPILOGUES`) in ``bucket``."""
     assert kernel_name in EPILOGUES, f"unknown kernel {kernel_name}"
-    size = bucket.split("|")[0]
-    return list(_SMALL_CANDIDATES if size == "small" else _LARGE_CANDIDATES)
+    if bucket.split("|")[0] == "small":
+        return list(_SMALL_CANDIDATES)
+    return _LARGE_CANDIDATES + (_LARGE_FULL_BIAS_EXTRA if kernel_name == "addmm_2d" else [])
 
 
 def _operand(rows: int, cols: int, transposed: bool, dtype: torch.dtype,

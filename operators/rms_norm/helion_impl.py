@@ -12,14 +12,17 @@ kernels return fp32 partial ``dw`` rows, which :func:`rms_norm_dw_sum` adds up a
 kernels for rows too wide for one program live in :mod:`operators.rms_norm.helion_wide`.
 
 Every kernel runs with the config stored for it in ``helion_configs.json`` under
-``kernel|dtype|bucket`` (:func:`config_keys`); the tuning candidates are in
-:mod:`operators.rms_norm.helion_tuning`.  :mod:`operators.rms_norm.helion_ops` wraps the host
-functions :func:`rms_norm_forward` and :func:`rms_norm_backward` as custom ops.
+``kernel|dtype|bucket`` (:func:`config_keys`), or without one the config of the nearest stored
+width (:func:`bucket_place`); the tuning candidates are in :mod:`operators.rms_norm.helion_tuning`.
+:mod:`operators.rms_norm.helion_ops` wraps the host functions :func:`rms_norm_forward` and
+:func:`rms_norm_backward` as custom ops.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import re
 from pathlib import Path
 
 import helion
@@ -28,7 +31,8 @@ import torch
 import triton
 from helion.autotuner import EnumFragment
 
-from harness.tuning.configs import call_with_stored_config, config_key
+from harness.tuning.configs import BucketPlace, ConfigStore, config_key
+from harness.tuning.launch import call_with_stored_config
 from operators.rms_norm.helion_wide import (
     rms_norm_bwd_row_dot,
     rms_norm_bwd_row_split,
@@ -41,8 +45,8 @@ CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 
 STORED_WIDTHS = (1024, 2048, 4096, 8192, 16384, 32768)
 """The width buckets configs are stored for: those of the rms_norm operator's default CUDA
-sweep (N=5120 pads to 8192).  Wider rows take the n32768 forward config and have no backward
-config: on a GPU their backward raises ``MissingConfigError``."""
+sweep (N=5120 pads to 8192).  Other widths take the nearest stored width's configs; wider rows'
+two-pass backward kernels have none stored at any width and run on Helion's default config."""
 
 INTERPRETER_SMS = 4
 """SMs :func:`sm_grid` counts under the CPU interpreter."""
@@ -191,6 +195,17 @@ def fwd_width_bucket(n: int) -> str:
     return f"n{min(1 << (n.bit_length() - 1), max(STORED_WIDTHS))}"
 
 
+def bucket_place(name: str) -> BucketPlace | None:
+    """Where bucket ``name`` (``n<width>``, maybe ``|rows<rows>`` after it) lies: log2 of the
+    width, and the rows suffix, which a stand-in config had better share."""
+    width, _, rows = name.partition("|")
+    match = re.fullmatch(r"n([1-9][0-9]*)", width)
+    return (math.log2(int(match[1])), rows) if match else None
+
+
+CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)
+
+
 def config_keys(name: str, dtype: torch.dtype, n: int, rows: int) -> tuple[str, ...]:
     """Stored-config keys of kernel ``name`` on ``rows`` rows of width ``n`` in ``dtype``, in
     order of preference: the many-rows config (see ``MANY_ROWS_CONFIGS``), then the width's."""
@@ -204,7 +219,7 @@ def config_keys(name: str, dtype: torch.dtype, n: int, rows: int) -> tuple[str, 
 def _run(name: str, x: torch.Tensor, *args: object) -> object:
     """Kernel ``name`` on ``args`` with the config stored for ``x``'s dtype, width and rows."""
     keys = config_keys(name, x.dtype, x.size(1), x.size(0))
-    return call_with_stored_config(KERNELS[name], CONFIG_PATH, keys, *args)
+    return call_with_stored_config(KERNELS[name], CONFIG_STORE, keys, *args)
 
 
 @functools.cache
@@ -236,7 +251,7 @@ def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor, dtype: torc
     """``dw`` like ``weight`` from the fp32 partial rows of the backward of a ``dtype`` input, by
     :func:`rms_norm_dw_sum` with its stored config for that many partial rows."""
     keys = config_keys("rms_norm_dw_sum", dtype, dw_partial.size(1), dw_partial.size(0))
-    return call_with_stored_config(rms_norm_dw_sum, CONFIG_PATH, keys, dw_partial, weight)
+    return call_with_stored_config(rms_norm_dw_sum, CONFIG_STORE, keys, dw_partial, weight)
 
 
 def _one_part_row_split(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -161,6 +161,7 @@ def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
         first_call_ms=80.0, peak_mem_bytes=4096,
         kernels=[{"name": "aten::exp", "calls": 1.0, "us_per_call": 3.5, "share": 1.0}],
         wall_repeats=[SampleStats(2.0, 2.1, 2.2, 40)],
+        notes=["helion config: Helion's default for exp_fwd|float32|small"],
     )
     unset = Measurement()
     assert all(getattr(measured, f.name) != getattr(unset, f.name) for f in dataclasses.fields(Measurement))
@@ -221,3 +222,27 @@ def test_the_timeout_bounds_an_accuracy_only_cell_that_hangs_after_its_first_cal
     assert result.returncode == 1
     error = _cells(out)[("hangs_after_first_call", "accuracy")].error
     assert "timed out after 5 s of checking (--timeout)" in error
+
+
+def test_an_isolated_helion_cell_on_a_stand_in_config_says_so_in_its_records(tmp_path: Path) -> None:
+    # The worker reads a copy of exp's store lacking the small bucket (a plugin points it there).
+    configs = json.loads((ROOT / "operators/exp/helion_configs.json").read_text())["configs"]
+    del configs["exp_fwd|float32|small"]
+    store = tmp_path / "helion_configs.json"
+    store.write_text(json.dumps({"configs": configs}))
+    plugin = tmp_path / "store_copy.py"
+    plugin.write_text("import dataclasses\nfrom pathlib import Path\n\n"
+                      "from operators.exp import helion_impl\n\n"
+                      "helion_impl.CONFIG_STORE = dataclasses.replace(\n"
+                      f"    helion_impl.CONFIG_STORE, path=Path({str(store)!r}))\n")
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", str(plugin), "--op", "exp", "--isolate", "--precision", "fp32",
+                     "--shape", "1000", "--only", "eager,helion", "--metrics", "accuracy,latency",
+                     "--rep", "1", "--warmup", "0", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    note = "helion config: nearest stored bucket exp_fwd|float32|large for exp_fwd|float32|small"
+    cells = _cells(out)
+    assert cells[("helion", "accuracy")].value == 1.0
+    assert cells[("helion", "accuracy")].note == cells[("helion", "latency")].note == note
+    assert cells[("eager", "latency")].note is None
+    assert f"helion: {note}" in result.stdout

@@ -4,6 +4,7 @@ alpha and beta other than 1; its command-line options."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from tests.helpers import (
     cli_accuracy,
     run_cells,
     run_cli,
+    run_compiling,
     tf32_allowed,
 )
 
@@ -130,3 +132,13 @@ def test_each_gradient_is_checked_against_its_own_magnitude(options: dict, backe
     cells = run_cells(op, Mode.BWD, (256, 256, 8), ["accuracy"], ["eager", backend])
     assert cells[("eager", "accuracy")].value == 1.0
     assert cells[(backend, "accuracy")].value == 0.0
+
+
+def test_helion_2d_bias_configs_compile_for_sm90_within_shared_memory() -> None:
+    # On the H200 every 2-D bias cell once ran on matmul's config, which with the (M, N) bias
+    # tile needs 278,568 bytes of shared memory (of 232,448).  The check compiles kernels,
+    # which the interpreter this session runs cannot.
+    check = run_compiling(Path(__file__).with_name("addmm_2d_fits_sm90.py"))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("bytes of shared memory") == 3, check.stdout
+    assert "on matmul|bfloat16|large|nn: 278568 bytes" in check.stdout

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 import torch
 
 from harness.operator import Mode
+from harness.tuning.configs import load_store
 from operators.exp.operator import ExpOperator
 from tests.helpers import assert_accurate, assert_interpreted_backends_skipped, run_cells
 
@@ -83,3 +90,87 @@ def test_helion_runs_bulk_and_tail_in_one_launch_each_way(monkeypatch: pytest.Mo
     monkeypatch.setattr(helion_impl, "call_with_stored_config", spy)
     _check_exp_and_grad(helion_impl.exp, helion_impl.ALIGN + 5)
     assert calls == ["exp_fwd|float32|small", "exp_bwd|float32|small"]
+
+
+class ExpStoreCopy:
+    """A copy of exp's committed store, lacking the keys :meth:`without` names, that exp's Helion
+    kernels read for one test; ``applied`` lists each (kernel, config) they are set to."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, path: Path):
+        from helion.runtime.kernel import BoundKernel
+
+        from operators.exp import helion_impl
+
+        self.monkeypatch, self.path, self.impl = monkeypatch, path, helion_impl
+        self.applied: list[tuple[str, dict]] = []
+        real_set_config = BoundKernel.set_config
+
+        def set_config(bound: BoundKernel, config: Any) -> None:
+            self.applied.append((bound.kernel.name, dict(config.config)))
+            real_set_config(bound, config)
+
+        monkeypatch.setattr(BoundKernel, "set_config", set_config)
+
+    def without(self, *keys: str) -> None:
+        committed = load_store(self.impl.CONFIG_PATH)
+        assert set(keys) <= set(committed)
+        self.path.write_text(json.dumps({"configs": {k: v for k, v in committed.items() if k not in keys}}))
+        store = dataclasses.replace(self.impl.CONFIG_STORE, path=self.path)
+        self.monkeypatch.setattr(self.impl, "CONFIG_STORE", store)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the bound kernels, so that their next call chooses its config afresh."""
+        for kernel in self.impl.KERNELS.values():
+            kernel.reset()
+
+
+@pytest.fixture
+def exp_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[ExpStoreCopy]:
+    copy = ExpStoreCopy(monkeypatch, tmp_path / "helion_configs.json")
+    yield copy
+    copy.reset()
+
+
+def _helion_cells(mode: Mode) -> dict:
+    """The eager and helion records of an fp32 exp of ALIGN + 5 elements (the small bucket)."""
+    from operators.exp.helion_impl import ALIGN
+
+    return run_cells(ExpOperator("cpu", torch.float32), mode, (ALIGN + 5,), ["accuracy", "latency"],
+                     ["eager", "helion"])
+
+
+def test_helion_without_its_bucket_runs_on_the_nearest_stored_bucket_and_says_so(exp_store) -> None:
+    from operators.exp.helion_impl import CONFIG_PATH
+
+    exp_store.without("exp_fwd|float32|small", "exp_bwd|float32|small")
+    cells = _helion_cells(Mode.FWD_BWD)
+    assert_accurate(cells, ["eager", "helion"])
+    for metric in ("accuracy", "latency"):
+        assert cells[("helion", metric)].note == (
+            "helion config: nearest stored bucket exp_fwd|float32|large for exp_fwd|float32|small; "
+            "helion config: nearest stored bucket exp_bwd|float32|large for exp_bwd|float32|small")
+    assert cells[("eager", "latency")].note is None
+    stored = load_store(CONFIG_PATH)
+    assert exp_store.applied == [("exp_fwd", stored["exp_fwd|float32|large"]),
+                                 ("exp_bwd", stored["exp_bwd|float32|large"])]
+    assert stored["exp_fwd|float32|large"] != stored["exp_fwd|float32|small"]
+
+
+def test_helion_without_any_config_of_its_kernel_runs_on_helions_default_and_says_so(exp_store) -> None:
+    from operators.exp.helion_impl import CONFIG_PATH, exp_fwd
+
+    exp_store.without(*(key for key in load_store(CONFIG_PATH) if key.startswith("exp_fwd|float32|")))
+    cells = _helion_cells(Mode.FWD)
+    assert_accurate(cells, ["eager", "helion"])
+    assert cells[("helion", "latency")].note == (
+        "helion config: Helion's default for exp_fwd|float32|small (no exp_fwd|float32 config stored)")
+    (name, config), = exp_store.applied
+    assert name == "exp_fwd" and config == dict(exp_fwd.bind(_fwd_args()).config_spec.default_config().config)
+
+
+def _fwd_args() -> tuple[torch.Tensor, ...]:
+    from operators.exp.helion_impl import ALIGN, split_at_bulk
+
+    x = torch.randn(ALIGN + 5)
+    return split_at_bulk(x, torch.empty_like(x))

@@ -13,13 +13,14 @@ from harness.device import prepare_backends
 
 prepare_backends("cpu")
 
-import json  # noqa: E402
 
 import helion  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from harness.tuning import configs as helion_configs  # noqa: E402
+from harness.tuning import launch  # noqa: E402
+from harness.tuning.choice import ConfigChoice, choose_config  # noqa: E402
 from operators.gemm import alignment, helion_impl, helion_tuning, triton_configs, triton_impl  # noqa: E402
 
 IMPLS = {"triton": triton_impl, "helion": helion_impl}
@@ -207,7 +208,7 @@ def test_helion_kernels_get_aligned_operands_and_outputs_forward_and_backward(mo
 
     def spy(kernel, store, keys, *args):
         calls.append(args)
-        return helion_configs.call_with_stored_config(kernel, store, keys, *args)
+        return launch.call_with_stored_config(kernel, store, keys, *args)
 
     monkeypatch.setattr(helion_impl, "call_with_stored_config", spy)
     inputs = [_randn(37, 29, dtype=torch.float16), _randn(29, 45, dtype=torch.float16)]
@@ -290,25 +291,37 @@ def test_triton_autotune_keeps_128x128_tiles_for_narrow_n_on_the_h200(monkeypatc
 MATMUL_KEY = "matmul|bfloat16|large|nn"
 
 
-@pytest.mark.parametrize("kernel_name", ["addmm_1d", "addmm_2d"])
-def test_helion_addmm_falls_back_to_the_matmul_config_of_its_bucket(kernel_name: str):
-    keys = helion_impl.config_keys(kernel_name, torch.bfloat16, "large|nn")
-    own = f"{kernel_name}|bfloat16|large|nn"
-    assert keys == (own, MATMUL_KEY)
-    assert helion_configs.first_stored_key({MATMUL_KEY: {}}, keys) == MATMUL_KEY
-    assert helion_configs.first_stored_key({MATMUL_KEY: {}, own: {}}, keys) == own
-    assert helion_configs.first_stored_key({"matmul|bfloat16|large|nt": {}}, keys) is None
+def _choice(kernel_name: str, bucket: str, stored: object) -> ConfigChoice:
+    keys = helion_impl.config_keys(kernel_name, torch.bfloat16, bucket)
+    return choose_config(dict.fromkeys(stored, {}), keys, helion_impl.bucket_place)
+
+
+def test_helion_addmm_1d_takes_the_matmul_config_of_its_bucket_before_a_own_small():
+    own = "addmm_1d|bfloat16|large|nn"
+    assert helion_impl.config_keys("addmm_1d", torch.bfloat16, "large|nn") == (own, MATMUL_KEY)
+    own_small = "addmm_1d|bfloat16|small|nn"
+    assert _choice("addmm_1d", "large|nn", [MATMUL_KEY, own_small]) == ConfigChoice(MATMUL_KEY)
+    assert _choice("addmm_1d", "large|nn", [MATMUL_KEY, own]) == ConfigChoice(own)
     assert helion_impl.config_keys("matmul", torch.bfloat16, "large|nn") == (MATMUL_KEY,)
 
 
-def test_missing_config_error_names_the_preferred_key(tmp_path):
-    store = tmp_path / "helion_configs.json"
-    store.write_text(json.dumps({"configs": {MATMUL_KEY: {"block_sizes": [16, 16, 16]}}}))
-    keys = ("addmm_1d|float16|small|nn", "matmul|float16|small|nn")
-    with pytest.raises(helion_configs.MissingConfigError, match=r"addmm_1d\|float16\|small\|nn"):
-        helion_configs.stored_config(store, keys)
-    config = helion_configs.stored_config(store, ("addmm_1d|bfloat16|large|nn", MATMUL_KEY))
-    assert config.block_sizes == [16, 16, 16]
+@pytest.mark.parametrize("bucket", ["small|nn", "large|nn", "large|nt", "small|tn"])
+def test_helion_addmm_2d_runs_on_its_own_stored_configs_never_on_matmuls(bucket: str):
+    # matmul's flattened large config needs 278,568 bytes of shared memory with an (M, N) bias.
+    choice = _choice("addmm_2d", bucket, helion_configs.load_store(helion_impl.CONFIG_PATH))
+    assert choice.key == f"addmm_2d|bfloat16|{bucket.split('|')[0]}|nn"
+    assert (choice.note is None) == bucket.endswith("nn")
+
+
+@pytest.mark.parametrize(("wanted", "stored", "nearest"), [
+    ("small|nt", ["matmul|bfloat16|large|nt", "matmul|bfloat16|small|nn"], "matmul|bfloat16|small|nn"),
+    ("small|nt", ["matmul|bfloat16|large|nn", "matmul|bfloat16|large|nt"], "matmul|bfloat16|large|nt"),
+    ("large|tn", ["matmul|float32|large|tn", "matmul|bfloat16|small|nn"], "matmul|bfloat16|small|nn"),
+])
+def test_helion_gemm_takes_the_nearest_size_then_the_same_layout(wanted: str, stored: list, nearest: str):
+    choice = _choice("matmul", wanted, stored)
+    assert choice == ConfigChoice(nearest, f"helion config: nearest stored bucket {nearest} "
+                                           f"for matmul|bfloat16|{wanted}")
 
 
 @pytest.mark.parametrize("kernel_name", helion_impl.EPILOGUES)

@@ -10,6 +10,8 @@ import helion  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from harness.tuning.choice import choose_config  # noqa: E402
+from harness.tuning.configs import load_store  # noqa: E402
 from operators.rms_norm import helion_impl, helion_tuning, helion_wide, strategy  # noqa: E402
 from operators.rms_norm.operator import RMSNormOperator  # noqa: E402
 from tests.operators.rms_norm_helpers import (  # noqa: E402
@@ -176,3 +178,40 @@ def test_helion_forward_configs_are_keyed_by_the_power_of_two_below_the_width(
     bwd_keys = helion_impl.config_keys("rms_norm_bwd", torch.bfloat16, n, 4096)
     assert fwd_keys == (f"rms_norm_fwd|bfloat16|{fwd_bucket}",)
     assert bwd_keys == (f"rms_norm_bwd|bfloat16|{bwd_bucket}",)
+
+
+DEFAULT = "Helion's default"
+
+
+@pytest.mark.parametrize(("n", "expected"), [
+    # The widths the H200 runs at bc65cd0 found no stored config for (MissingConfigError then).
+    (128, {"rms_norm_fwd": "n1024", "rms_norm_bwd": "n1024", "rms_norm_dw_sum": "n1024"}),
+    (65536, {"rms_norm_fwd": "n32768 (own)", "rms_norm_bwd_row_dot": DEFAULT,
+             "rms_norm_bwd_stripe": DEFAULT, "rms_norm_dw_sum": "n32768"}),
+])
+def test_helion_widths_without_stored_configs_take_the_nearest_width_or_helions_default(n, expected):
+    store = load_store(helion_impl.CONFIG_PATH)
+    got = {}
+    for name in ["rms_norm_fwd", *helion_impl.bwd_kernel_names(4096, n, torch.bfloat16)]:
+        keys = helion_impl.config_keys(name, torch.bfloat16, n, 264)  # 264 rows: the sum's partial rows
+        choice = choose_config(store, keys, helion_impl.bucket_place)
+        if choice.key is None:
+            got[name] = DEFAULT
+            assert choice.note.startswith(f"helion config: Helion's default for {name}|bfloat16|n{n} ")
+        else:
+            width = choice.key.split("|")[2]
+            got[name] = width if choice.note else f"{width} (own)"
+    assert got == expected
+
+
+def test_helion_many_rows_configs_stand_in_for_each_other_before_width_configs():
+    keys = helion_impl.config_keys("rms_norm_dw_sum", torch.bfloat16, 128, rows=4096)
+    assert keys == ("rms_norm_dw_sum|bfloat16|n128|rows2048", "rms_norm_dw_sum|bfloat16|n128")
+    choice = choose_config(load_store(helion_impl.CONFIG_PATH), keys, helion_impl.bucket_place)
+    assert choice.key == "rms_norm_dw_sum|bfloat16|n1024|rows2048"
+
+
+def test_helion_width_buckets_lie_at_log2_of_the_width_with_their_rows_suffix():
+    assert helion_impl.bucket_place("n1024") == (10, "")
+    assert helion_impl.bucket_place("n4096|rows2048") == (12, "rows2048")
+    assert helion_impl.bucket_place("large") is None

@@ -4,9 +4,6 @@ from harness.device import prepare_backends
 
 prepare_backends("cpu")
 
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -16,6 +13,7 @@ import triton.language as tl  # noqa: E402
 
 from operators.rms_norm import strategy, triton_impl, triton_plans, triton_wide  # noqa: E402
 from operators.rms_norm.triton_plans import BwdKernel, BwdPlan, FwdPlan  # noqa: E402
+from tests.helpers import run_compiling  # noqa: E402
 from tests.operators.rms_norm_helpers import (  # noqa: E402
     EPS,
     LaunchSpy,
@@ -25,8 +23,6 @@ from tests.operators.rms_norm_helpers import (  # noqa: E402
     reference,
     run_forward_backward,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -302,10 +298,6 @@ def test_triton_rms_norm_compiles_without_graph_breaks():
 def test_default_backward_plans_compile_for_sm90_within_shared_memory():
     # The four-stage 8192-wide plan once went to fp32 rows too, which need 288 KiB of shared
     # memory.  The check compiles kernels, which the interpreter this session runs cannot.
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_AUTOTUNE_EFFORT")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
-    script = Path(__file__).with_name("rms_norm_plans_fit_sm90.py")
-    check = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
-                           timeout=600)
+    check = run_compiling(Path(__file__).with_name("rms_norm_plans_fit_sm90.py"))
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("B of shared memory") == 15, check.stdout

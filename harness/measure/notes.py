@@ -1,0 +1,31 @@
+"""Notes that code running inside a cell leaves for that cell's records.
+
+A kernel module cannot see the cell it runs in; when it does something a reader of the results
+should know (e.g. a Helion kernel running on a config stored for another shape bucket), it
+calls :func:`add_note`.  The cell runner collects the notes of a cell's set-up and first call
+with :func:`collecting`, and they end up in the ``note`` of each of the cell's records.  Outside
+a collecting block a note goes nowhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+_collectors: list[list[str]] = []
+
+
+def add_note(text: str) -> None:
+    """Leave ``text`` for the cell being collected, once (no-op outside :func:`collecting`)."""
+    if _collectors and text not in _collectors[-1]:
+        _collectors[-1].append(text)
+
+
+@contextlib.contextmanager
+def collecting(notes: list[str]) -> Iterator[list[str]]:
+    """Append to ``notes`` every new note left while the block runs (the innermost block wins)."""
+    _collectors.append(notes)
+    try:
+        yield notes
+    finally:
+        _collectors.pop()

@@ -1,0 +1,66 @@
+"""Which stored config a Helion kernel call runs on, and what the cell's records say about it.
+
+A call names its keys in order of preference (``kernel|dtype|bucket``: its own, then e.g. a
+kernel sharing its loop nest).  The choice, first match wins:
+
+1. the first of the keys that is stored (no note: this is the config meant for the call);
+2. else, for each key in turn, the *nearest stored bucket* of the same kernel and dtype on the
+   operator's bucket scale (:attr:`~harness.tuning.configs.ConfigStore.place`): the smallest
+   distance between positions, then a bucket with the same rest (layout, rows suffix), then the
+   larger position (a config for wider rows or bigger matrices keeps enough threads and tiles
+   for narrower ones; the other way round it may spill);
+3. else Helion's default config for the bound kernel, the one ``run.py tune`` checks every
+   candidate against.
+
+Steps 2 and 3 come with a note for the cell's records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.tuning.configs import BucketPlace, split_key
+
+NOTE_PREFIX = "helion config: "
+
+
+@dataclass(frozen=True)
+class ConfigChoice:
+    """The stored key whose config a call runs on (None: Helion's default config) and the note
+    that says so when it is not the call's own."""
+
+    key: str | None
+    note: str | None = None
+
+
+def nearest_key(configs: Mapping[str, Any], key: str,
+                place: Callable[[str], BucketPlace | None]) -> str | None:
+    """The stored key of ``key``'s kernel and dtype whose bucket lies nearest to ``key``'s, or None."""
+    kernel_name, dtype, bucket = split_key(key)
+    wanted = place(bucket)
+    if wanted is None:
+        return None
+    prefix = f"{kernel_name}|{dtype}|"
+    ranked = []
+    for stored in configs:
+        there = place(stored.removeprefix(prefix)) if stored.startswith(prefix) else None
+        if there is not None:
+            ranked.append((abs(there[0] - wanted[0]), there[1] != wanted[1], -there[0], stored))
+    return min(ranked)[-1] if ranked else None
+
+
+def choose_config(configs: Mapping[str, Any], keys: tuple[str, ...],
+                  place: Callable[[str], BucketPlace | None]) -> ConfigChoice:
+    """The config for a call with ``keys`` (in order of preference) among the stored ``configs``."""
+    exact = next((key for key in keys if key in configs), None)
+    if exact is not None:
+        return ConfigChoice(exact)
+    for key in keys:
+        near = nearest_key(configs, key, place)
+        if near is not None:
+            return ConfigChoice(near, f"{NOTE_PREFIX}nearest stored bucket {near} for {keys[0]}")
+    kernel_name, dtype, _ = split_key(keys[0])
+    return ConfigChoice(None, f"{NOTE_PREFIX}Helion's default for {keys[0]} "
+                              f"(no {kernel_name}|{dtype} config stored)")

@@ -1,0 +1,159 @@
+"""A Helion kernel call never goes without a config: its own bucket's, else the nearest stored
+bucket's, else Helion's default, with fewer pipeline stages when shared memory runs out; each
+fallback is a note for the cell.
+
+The kernel here is a stand-in with Helion's ``bind``/``set_config``/call surface, so the GPU's
+behaviour (a launch that runs out of shared memory) can be played on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import helion
+import pytest
+from triton.runtime.errors import OutOfResources
+
+from harness.measure.notes import add_note, collecting
+from harness.tuning import launch
+from harness.tuning.choice import ConfigChoice, choose_config
+from harness.tuning.configs import BucketPlace, ConfigStore
+
+SIZES = ("tiny", "small", "medium", "large")
+
+
+def place(bucket: str) -> BucketPlace | None:
+    """A toy scale: ``<size>|<layout>``, sizes in the order of ``SIZES``."""
+    size, _, layout = bucket.partition("|")
+    return (SIZES.index(size), layout) if size in SIZES else None
+
+
+def _choose(wanted: str, stored: list[str], *fallbacks: str) -> ConfigChoice:
+    return choose_config(dict.fromkeys(stored, {}), (wanted, *fallbacks), place)
+
+
+def test_the_own_key_wins_then_a_fallback_key_with_no_note():
+    stored = ["k|float32|medium|nn", "m|float32|small|nn"]
+    assert _choose("k|float32|medium|nn", stored) == ConfigChoice("k|float32|medium|nn")
+    assert _choose("k|float32|small|nn", stored, "m|float32|small|nn") == ConfigChoice("m|float32|small|nn")
+
+
+@pytest.mark.parametrize(("stored", "nearest"), [
+    (["k|float32|tiny|nn", "k|float32|large|nn"], "k|float32|large|nn"),  # 1 step beats 2
+    (["k|float32|small|nn", "k|float32|large|nn"], "k|float32|large|nn"),  # a tie: the larger
+    (["k|float32|small|nn", "k|float32|large|nt"], "k|float32|small|nn"),  # a tie: the same layout
+    (["k|float32|large|nt", "k|float32|tiny|nn"], "k|float32|large|nt"),  # nearer beats the layout
+    (["k|bfloat16|medium|nn", "j|float32|medium|nn", "k|float32|tiny|nn", "k|float32|odd"],
+     "k|float32|tiny|nn"),  # only the same kernel and dtype, on the scale
+])
+def test_a_missing_bucket_takes_the_nearest_stored_one_and_says_so(stored: list[str], nearest: str):
+    choice = _choose("k|float32|medium|nn", stored)
+    note = f"helion config: nearest stored bucket {nearest} for k|float32|medium|nn"
+    assert choice == ConfigChoice(nearest, note)
+
+
+def test_the_own_kernels_nearest_bucket_comes_before_a_fallback_kernels():
+    stored = ["k|float32|tiny|nn", "m|float32|large|nn"]
+    assert _choose("k|float32|large|nn", stored, "m|float32|medium|nn").key == "k|float32|tiny|nn"
+    assert _choose("k|float32|large|nn", stored[1:], "m|float32|medium|nn").key == "m|float32|large|nn"
+
+
+def test_no_stored_config_of_the_kernel_and_dtype_means_helions_default():
+    choice = _choose("k|float32|medium|nn", ["k|bfloat16|medium|nn", "j|float32|medium|nn"])
+    assert choice == ConfigChoice(None, "helion config: Helion's default for k|float32|medium|nn "
+                                        "(no k|float32 config stored)")
+    assert _choose("k|float32|huge|nn", ["k|float32|medium|nn"]).key is None  # off the scale
+
+
+class StandIn:
+    """A kernel whose launch needs ``stages * 100_000`` bytes of shared memory, of ``limit``."""
+
+    def __init__(self, limit: int, kind: str = "shared memory"):
+        self.limit, self.kind = limit, kind
+        self.tried: list[int] = []
+        self.config_spec = self
+
+    def bind(self, args: tuple) -> StandIn:
+        return self
+
+    def default_config(self) -> helion.Config:
+        return helion.Config(block_sizes=[8], num_stages=1)
+
+    def set_config(self, config: helion.Config) -> None:
+        self.config = config
+
+    def __call__(self, x: int) -> int:
+        self.tried.append(self.config.num_stages)
+        needed = self.config.num_stages * 100_000
+        if needed > self.limit:
+            raise OutOfResources(needed, self.limit, self.kind)
+        return x + 1
+
+
+def _store(tmp_path: Path, configs: dict) -> ConfigStore:
+    path = tmp_path / "helion_configs.json"
+    path.write_text(json.dumps({"configs": configs}))
+    return ConfigStore(path, place)
+
+
+KEY = "k|bfloat16|large|nn"
+
+
+def test_a_launch_out_of_shared_memory_is_retried_with_fewer_stages_and_noted(tmp_path: Path):
+    kernel = StandIn(limit=232_448)
+    store = _store(tmp_path, {KEY: {"block_sizes": [128], "num_stages": 4}})
+    notes: list[str] = []
+    with collecting(notes):
+        assert launch.call_with_stored_config(kernel, store, KEY, 1) == 2
+    assert kernel.tried == [4, 3, 2]
+    assert notes == ["helion config: num_stages 4 -> 2 for k|bfloat16|large|nn after OutOfResources "
+                     "(shared memory: 400000 bytes needed, 232448 available)"]
+    assert kernel.config.config == {"block_sizes": [128], "num_stages": 2}
+
+
+def test_a_configured_kernel_leaves_its_notes_again_on_every_later_call(tmp_path: Path):
+    # Another cell running the same specialization (e.g. helion_op after helion) says so too.
+    kernel = StandIn(limit=150_000)
+    store = _store(tmp_path, {"k|bfloat16|medium|nn": {"num_stages": 3}})
+    launch.call_with_stored_config(kernel, store, KEY, 1)
+    notes: list[str] = []
+    with collecting(notes):
+        assert launch.call_with_stored_config(kernel, store, KEY, 1) == 2
+    assert kernel.tried == [3, 2, 1, 1]
+    assert notes[0] == "helion config: nearest stored bucket k|bfloat16|medium|nn for k|bfloat16|large|nn"
+    assert notes[1].startswith("helion config: num_stages 3 -> 1 for k|bfloat16|medium|nn after Out")
+
+
+def test_a_launch_still_out_of_shared_memory_at_one_stage_or_out_of_other_resources_fails(tmp_path: Path):
+    store = _store(tmp_path, {KEY: {"num_stages": 3}})
+    starved = StandIn(limit=50_000)
+    with pytest.raises(OutOfResources, match="shared memory"):
+        launch.call_with_stored_config(starved, store, KEY, 1)
+    assert starved.tried == [3, 2, 1]
+    threads = StandIn(limit=50_000, kind="threads")
+    with pytest.raises(OutOfResources, match="threads"):
+        launch.call_with_stored_config(threads, store, KEY, 1)
+    assert threads.tried == [3]
+
+
+def test_without_a_stored_config_the_kernel_runs_on_helions_default(tmp_path: Path):
+    kernel = StandIn(limit=232_448)
+    notes: list[str] = []
+    with collecting(notes):
+        launch.call_with_stored_config(kernel, _store(tmp_path, {}), KEY, 1)
+    assert kernel.config.config == kernel.default_config().config
+    assert notes == ["helion config: Helion's default for k|bfloat16|large|nn (no k|bfloat16 config stored)"]
+
+
+def test_notes_go_to_the_innermost_collecting_block_once_and_nowhere_outside():
+    add_note("dropped")
+    outer: list[str] = []
+    inner: list[str] = []
+    with collecting(outer):
+        add_note("a")
+        with collecting(inner):
+            add_note("b")
+            add_note("b")
+        add_note("a")
+    assert (outer, inner) == (["a"], ["b"])
