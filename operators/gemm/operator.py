@@ -55,7 +55,15 @@ CUDA_SHAPES: list[Shape] = [
     (1000, 1000, 1000),
     (4097, 4097, 4097),
     (256, 256, 256),
+    (1, 4096, 4096),
+    (16, 4096, 4096),
+    (128, 4096, 4096),
+    (3000, 5000, 7000),
+    (8192, 8, 8192),
 ]
+"""The default CUDA sweep of gemm and addmm, (M, N, K): square sizes, LLM projections, the
+reference addmm shapes (N=512, K=1536), unaligned 4097^3, decode (M = 1, 16, 128 against a
+4096x4096 weight), an uneven large problem and a matrix-vector product with 8 columns."""
 CPU_SHAPES: list[Shape] = [(64, 48, 80), (37, 45, 29), (100, 60, 90)]
 TF32_RTOL = 5e-3
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 
 import torch
 import triton
@@ -60,6 +61,28 @@ POINTER_CONFIGS = [
     _pointer_config(64, 128, 32, stages=4, warps=4),
     _pointer_config(64, 64, 32, stages=4, warps=4),
 ]
+
+
+def _split_k_config(bk: int, stages: int, warps: int, group: int = 8) -> triton.Config:
+    """A config of the split-K kernel, whose output tile (BLOCK_M, BLOCK_N) the dispatch sets."""
+    return triton.Config({"BLOCK_K": bk, "GROUP_M": group}, num_warps=warps, num_stages=stages)
+
+
+SPLIT_K_CONFIGS = (
+    _split_k_config(64, stages=4, warps=8),
+    _split_k_config(64, stages=3, warps=4),
+    _split_k_config(128, stages=3, warps=8),
+)
+"""For 128x128 output tiles over K parts of 256 and more."""
+SKINNY_CONFIGS = (
+    _split_k_config(128, stages=4, warps=4),
+    _split_k_config(256, stages=3, warps=4),
+    _split_k_config(256, stages=4, warps=8),
+    _split_k_config(64, stages=6, warps=4),
+)
+"""For (16..64) x 32 output tiles streaming B: long k-blocks and deep pipelines keep 36 KiB or
+more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us / 132)."""
+INTERPRETER_SPLIT_K_CONFIGS = (_split_k_config(16, stages=2, warps=4, group=2),)
 INTERPRETER_TMA_CONFIGS = [_tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
 INTERPRETER_POINTER_CONFIGS = [_pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
 
@@ -92,14 +115,19 @@ def config_smem(config: triton.Config, elem_bytes: int, tma_store: bool, full_bi
     return operands + epilogue if kw.get("PERSISTENT", False) else max(operands, epilogue)
 
 
+def _fitting(configs: list[triton.Config], operand: torch.Tensor,
+             smem: Callable[[triton.Config], int]) -> list[triton.Config]:
+    """The configs whose ``smem`` fits on ``operand``'s GPU, or the smallest one if none does."""
+    budget = shared_memory_bytes(operand.device.index or 0)
+    return [c for c in configs if smem(c) <= budget] or [min(configs, key=smem)]
+
+
 def prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store: bool,
                    bias_kind: int) -> list[triton.Config]:
-    budget = shared_memory_bytes(operand.device.index or 0)
-
     def smem(config: triton.Config) -> int:
         return config_smem(config, operand.element_size(), tma_store, bias_kind == FULL_BIAS)
 
-    return [c for c in configs if smem(c) <= budget] or [min(configs, key=smem)]
+    return _fitting(configs, operand, smem)
 
 
 def prune_tma(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
@@ -113,4 +141,18 @@ def prune_pointer(configs: list[triton.Config], named_args: dict,
     return prune_by_smem(configs, args["a_ptr"], False, args["BIAS_KIND"])
 
 
+def prune_split_k(configs: list[triton.Config], named_args: dict,
+                  **kwargs) -> list[triton.Config]:
+    """Split-K configs whose pipelined operand tiles fit (the launch sets BLOCK_M and BLOCK_N);
+    one tile a program, so its epilogue reuses the operands' shared memory (as in :func:`config_smem`)."""
+    args = {**named_args, **kwargs}
+    operand, rows = args["a_ptr"], args["BLOCK_M"] + args["BLOCK_N"]
+
+    def smem(config: triton.Config) -> int:
+        return rows * config.kwargs["BLOCK_K"] * operand.element_size() * config.num_stages
+
+    return _fitting(configs, operand, smem)
+
+
 TUNING_KEY = ["M", "N", "K", "A_TRANS", "B_TRANS", "BIAS_KIND", "DOT_PRECISION"]
+SPLIT_K_TUNING_KEY = [*TUNING_KEY, "SPLIT_K", "BLOCK_M", "BLOCK_N"]

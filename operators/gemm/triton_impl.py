@@ -1,6 +1,9 @@
 """Matrix multiplication with a fused addmm epilogue, in Triton, for the gemm and addmm operators.
 
-Both kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
+:func:`fused_matmul` runs the kernel that :mod:`operators.gemm.triton_dispatch` picks for the
+shape: one of the two tiled kernels below, or for outputs with fewer tiles than SMs over a long
+K and for skinny (decode) problems the split-K kernel of :mod:`operators.gemm.triton_splitk`.
+The tiled kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
 
     acc = sum over k-blocks of A[m-block, k-block] @ B[k-block, n-block]     (fp32)
     C   = alpha * acc + beta * bias                                           (bias optional)
@@ -32,8 +35,6 @@ autograd (and :mod:`operators.gemm.triton_direct`'s, undispatched) runs the kern
 
 from __future__ import annotations
 
-import functools
-
 import torch
 import triton
 import triton.language as tl
@@ -42,52 +43,22 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.triton_configs import (
-    FULL_BIAS,
     INTERPRETED,
     INTERPRETER_POINTER_CONFIGS,
     INTERPRETER_TMA_CONFIGS,
-    NO_BIAS,
     POINTER_CONFIGS,
-    ROW_BIAS,
     TMA_CONFIGS,
-    TMA_MIN_MNK,
     TUNING_KEY,
     prune_pointer,
     prune_tma,
 )
-
-_INTERPRETER_SMS = 3
-
+from operators.gemm.triton_dispatch import Kernel, plan, sm_count
+from operators.gemm.triton_splitk import split_k_matmul
+from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
 # ---------------------------------------------------------------------------------------------
-
-
-@triton.jit
-def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
-    """Grouped order: tile ids run down ``GROUP_M`` row-blocks, then across the columns."""
-    tiles_per_group = GROUP_M * num_pid_n
-    first_m = (tile_id // tiles_per_group) * GROUP_M
-    group_rows = min(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (tile_id % tiles_per_group) % group_rows
-    pid_n = (tile_id % tiles_per_group) // group_rows
-    return pid_m, pid_n
-
-
-@triton.jit
-def _epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, alpha, beta,
-              BIAS_KIND: tl.constexpr):
-    """``alpha * acc + beta * bias`` in fp32 for the tile at rows ``offs_m``, columns ``offs_n``."""
-    out = acc * alpha
-    if BIAS_KIND == 1:
-        bias = tl.load(bias_ptr + offs_n * stride_bias_n, mask=offs_n < N, other=0.0)
-        out += beta * bias.to(tl.float32)[None, :]
-    elif BIAS_KIND == 2:
-        mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        ptrs = bias_ptr + offs_m[:, None] * stride_bias_m + offs_n[None, :] * stride_bias_n
-        out += beta * tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
-    return out
 
 
 @triton.jit
@@ -96,8 +67,8 @@ def _store_tile(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride
     """Apply the epilogue to a (ROWS, COLS) accumulator at ``[off_m, off_n]`` and TMA-store it."""
     offs_m = off_m + tl.arange(0, ROWS)
     offs_n = off_n + tl.arange(0, COLS)
-    out = _epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, alpha, beta,
-                    BIAS_KIND)
+    out = epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, alpha, beta,
+                   BIAS_KIND)
     c_desc.store([off_m, off_n], out.to(c_desc.dtype))
 
 
@@ -172,16 +143,16 @@ def _matmul_tma_kernel(
         # of a flattened, software-pipelined loop confuse Triton's pipeliner.
         tile_id_c = start - step
         for tile_id in tl.range(start, num_pid_m * num_pid_n, step, flatten=True):
-            pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
             acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS,
                               B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
             tile_id_c += step
-            pid_m, pid_n = _tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
+            pid_m, pid_n = tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
             _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
                           stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M,
                           BLOCK_N, EPILOGUE_SUBTILE)
     else:
-        pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+        pid_m, pid_n = tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
         acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS, B_TRANS,
                           DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
         _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
@@ -209,8 +180,8 @@ def _matmul_pointer_kernel(
     ``A_TRANS``/``B_TRANS`` only key the autotuner: unit strides reach the compiler as
     constants (Triton specializes integer arguments equal to 1), which vectorizes the loads.
     """
-    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
-                                GROUP_M)
+    pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
+                               GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -225,8 +196,8 @@ def _matmul_pointer_kernel(
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
 
-    out = _epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n,
-                    alpha, beta, BIAS_KIND)
+    out = epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n,
+                   alpha, beta, BIAS_KIND)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
@@ -252,28 +223,15 @@ def _descriptor(t: torch.Tensor, transposed: bool) -> TensorDescriptor:
     return TensorDescriptor(rows, list(rows.shape), [rows.stride(0), 1], [1, 1])
 
 
-@functools.cache
-def _num_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
 def _grid(device: torch.device):
     """Grid for either schedule: one program per tile, or at most one per SM when persistent."""
-    sms = _INTERPRETER_SMS if INTERPRETED else _num_sms(device.index or 0)
+    sms = sm_count(device)
 
     def grid(meta: dict) -> tuple[int]:
         tiles = triton.cdiv(meta["M"], meta["BLOCK_M"]) * triton.cdiv(meta["N"], meta["BLOCK_N"])
         return (min(tiles, sms) if meta.get("PERSISTENT") else tiles,)
 
     return grid
-
-
-def _bias_kind(bias: torch.Tensor | None, m: int, n: int) -> tuple[int, torch.Tensor | None]:
-    """Classify ``bias`` broadcast to (M, N): absent, a row vector, or a full matrix."""
-    if bias is None:
-        return NO_BIAS, None
-    view = bias.expand(m, n)
-    return (ROW_BIAS if view.stride(0) == 0 else FULL_BIAS), view
 
 
 def _dot_precision(dtype: torch.dtype) -> str:
@@ -283,22 +241,10 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "tf32"
 
 
-def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) -> bool:
-    """Whether the TMA kernel serves an (M, N, K) problem: tensor-core dots on Hopper (or the
-    interpreter), every dim no smaller than the largest tile.  Misaligned operands do not
-    matter: they are copied to aligned buffers first.
-
-    Exact fp32 (``ieee``) dots run on the FMA units, where the TMA kernel's transposed tiles
-    spill registers; they take the pointer kernel.
-    """
-    if precision == "ieee" or any(d < block for d, block in zip(mnk, TMA_MIN_MNK, strict=True)):
-        return False
-    return INTERPRETED or torch.cuda.get_device_capability(device)[0] >= 9
-
-
 def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
                  alpha: float = 1.0, beta: float = 1.0) -> torch.Tensor:
-    """``alpha * a @ b + beta * bias`` for 2-D ``a`` (M, K), ``b`` (K, N), without autograd.
+    """``alpha * a @ b + beta * bias`` for 2-D ``a`` (M, K), ``b`` (K, N), without autograd,
+    by the kernel that :func:`~operators.gemm.triton_dispatch.plan` picks for the shape.
 
     The result's row pitch is padded to 16 bytes (:func:`~operators.gemm.alignment.output_buffer`).
     """
@@ -308,16 +254,20 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
     out = output_buffer(m, n, a.dtype, a.device)
     if m == 0 or n == 0:
         return out
+    kind, bias_view = bias_kind(bias, m, n)
+    precision = _dot_precision(a.dtype)
+    chosen = plan(m, n, k, precision, a.device)
+    if chosen.kernel is Kernel.SPLIT_K:
+        split_k_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen)
+        return out
     a, a_trans = _as_strided_2d(a)
     b, b_trans = _as_strided_2d(b)
-    kind, bias_view = _bias_kind(bias, m, n)
     bias_arg = out if bias_view is None else bias_view
-    precision = _dot_precision(a.dtype)
     common = dict(M=m, N=n, K=k, stride_bias_m=bias_arg.stride(0), stride_bias_n=bias_arg.stride(1),
                   alpha=float(alpha), beta=float(beta), A_TRANS=a_trans, B_TRANS=b_trans,
                   BIAS_KIND=kind, DOT_PRECISION=precision)
     grid = _grid(a.device)
-    if uses_tma((m, n, k), precision, a.device):
+    if chosen.kernel is Kernel.TMA:
         a_desc = _descriptor(aligned_operand(a, a_trans), a_trans)
         b_desc = _descriptor(aligned_operand(b, b_trans), b_trans)
         _matmul_tma_kernel[grid](a_desc, b_desc, _descriptor(out, False), bias_arg, **common)

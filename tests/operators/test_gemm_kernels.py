@@ -21,56 +21,32 @@ import torch  # noqa: E402
 from harness.tuning import configs as helion_configs  # noqa: E402
 from harness.tuning import launch  # noqa: E402
 from harness.tuning.choice import ConfigChoice, choose_config  # noqa: E402
-from operators.gemm import alignment, helion_impl, helion_tuning, triton_configs, triton_impl  # noqa: E402
+from operators.gemm import (  # noqa: E402
+    alignment,
+    helion_impl,
+    helion_tuning,
+    triton_configs,
+    triton_dispatch,
+    triton_impl,
+)
+from tests.helpers import tf32_allowed  # noqa: E402
+from tests.operators.gemm_helpers import assert_close, check, float64_reference, randn  # noqa: E402
 
 IMPLS = {"triton": triton_impl, "helion": helion_impl}
 SHAPES = [(37, 45, 29), (64, 48, 80)]
-TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _allow_tf32():
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
-    yield
-    torch.set_float32_matmul_precision(previous)
-
-
-def _randn(*shape: int, dtype: torch.dtype = torch.float32, grad: bool = True) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype).requires_grad_(grad)
-
-
-def _assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    tol = TOL[actual.dtype]
-    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol)
-
-
-def _reference(fn, inputs: list[torch.Tensor], dy: torch.Tensor):
-    """Output and input gradients of ``fn`` evaluated in float64."""
-    upcast = [t.detach().double().requires_grad_(t.requires_grad) for t in inputs]
-    out = fn(*upcast)
-    out.backward(dy.double())
-    return out.detach(), [t.grad for t in upcast]
-
-
-def _check(fn, ref_fn, inputs: list[torch.Tensor]) -> None:
-    out = fn(*inputs)
-    dy = torch.randn_like(out)
-    out.backward(dy)
-    ref_out, ref_grads = _reference(ref_fn, inputs, dy)
-    _assert_close(out.detach(), ref_out)
-    for tensor, ref_grad in zip(inputs, ref_grads, strict=True):
-        if tensor.requires_grad:
-            _assert_close(tensor.grad, ref_grad)
-        else:
-            assert tensor.grad is None
+    with tf32_allowed():
+        yield
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matmul_output_and_gradients_match_float64(impl: str, shape: tuple[int, int, int]):
     m, n, k = shape
-    _check(IMPLS[impl].matmul, torch.matmul, [_randn(m, k), _randn(k, n)])
+    check(IMPLS[impl].matmul, torch.matmul, [randn(m, k), randn(k, n)])
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -79,7 +55,7 @@ def test_matmul_output_and_gradients_match_float64(impl: str, shape: tuple[int, 
 def test_addmm_output_and_gradients_match_float64(impl: str, shape: tuple[int, int, int],
                                                   bias_dims: int):
     m, n, k = shape
-    bias = _randn(n) if bias_dims == 1 else _randn(m, n)
+    bias = randn(n) if bias_dims == 1 else randn(m, n)
 
     def run(b, x, y):
         return IMPLS[impl].addmm(b, x, y, alpha=1.5, beta=-0.75)
@@ -87,24 +63,24 @@ def test_addmm_output_and_gradients_match_float64(impl: str, shape: tuple[int, i
     def reference(b, x, y):
         return torch.addmm(b, x, y, alpha=1.5, beta=-0.75)
 
-    _check(run, reference, [bias, _randn(m, k), _randn(k, n)])
+    check(run, reference, [bias, randn(m, k), randn(k, n)])
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_addmm_default_scalars_match_float64(impl: str):
-    _check(IMPLS[impl].addmm, torch.addmm, [_randn(36), _randn(40, 20), _randn(20, 36)])
+    check(IMPLS[impl].addmm, torch.addmm, [randn(36), randn(40, 20), randn(20, 36)])
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("needs", ["a", "b"])
 def test_matmul_computes_only_requested_gradients(impl: str, needs: str):
-    a, b = _randn(40, 20, grad=needs == "a"), _randn(20, 36, grad=needs == "b")
-    _check(IMPLS[impl].matmul, torch.matmul, [a, b])
+    a, b = randn(40, 20, grad=needs == "a"), randn(20, 36, grad=needs == "b")
+    check(IMPLS[impl].matmul, torch.matmul, [a, b])
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_addmm_computes_only_requested_gradients(impl: str):
-    bias, mat1, mat2 = _randn(36, grad=False), _randn(40, 20, grad=False), _randn(20, 36)
+    bias, mat1, mat2 = randn(36, grad=False), randn(40, 20, grad=False), randn(20, 36)
 
     def run(b, x, y):
         return IMPLS[impl].addmm(b, x, y, alpha=2.0, beta=0.5)
@@ -112,21 +88,21 @@ def test_addmm_computes_only_requested_gradients(impl: str):
     def reference(b, x, y):
         return torch.addmm(b, x, y, alpha=2.0, beta=0.5)
 
-    _check(run, reference, [bias, mat1, mat2])
+    check(run, reference, [bias, mat1, mat2])
 
 
 def test_triton_matmul_fp16_matches_float64():
-    a, b = _randn(64, 80, dtype=torch.float16), _randn(80, 48, dtype=torch.float16)
-    _check(triton_impl.matmul, torch.matmul, [a, b])
+    a, b = randn(64, 80, dtype=torch.float16), randn(80, 48, dtype=torch.float16)
+    check(triton_impl.matmul, torch.matmul, [a, b])
 
 
 def test_triton_takes_tma_path_for_tensor_core_dots_of_tile_size_aligned_or_not():
     cpu = torch.device("cpu")
-    assert triton_impl.uses_tma((64, 48, 80), "tf32", cpu)
-    assert triton_impl.uses_tma((37, 45, 29), "tf32", cpu)
-    assert not triton_impl.uses_tma((64, 48, 80), "ieee", cpu)
-    assert not triton_impl.uses_tma((16, 48, 80), "tf32", cpu)
-    assert not triton_impl.uses_tma((64, 48, 8), "tf32", cpu)
+    assert triton_dispatch.uses_tma((64, 48, 80), "tf32", cpu)
+    assert triton_dispatch.uses_tma((37, 45, 29), "tf32", cpu)
+    assert not triton_dispatch.uses_tma((64, 48, 80), "ieee", cpu)
+    assert not triton_dispatch.uses_tma((16, 48, 80), "tf32", cpu)
+    assert not triton_dispatch.uses_tma((64, 48, 8), "tf32", cpu)
 
 
 def test_padded_pitch_rounds_rows_up_to_16_bytes():
@@ -169,12 +145,12 @@ def test_output_buffer_has_the_logical_shape_and_an_aligned_pitch():
 def test_outputs_can_be_modified_in_place_under_autograd(impl: str, n: int):
     # A padded-pitch output must be a tensor of its own: autograd refuses in-place ops on
     # views returned by a custom Function.
-    a, b = _randn(37, 29), _randn(29, n)
+    a, b = randn(37, 29), randn(29, n)
     out = IMPLS[impl].matmul(a, b)
     assert out._base is None
     out.mul_(2.0)
     out.sum().backward()
-    _assert_close(a.grad, 2.0 * torch.ones(37, n, dtype=torch.float64) @ b.detach().double().T)
+    assert_close(a.grad, 2.0 * torch.ones(37, n, dtype=torch.float64) @ b.detach().double().T)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -186,11 +162,11 @@ def test_triton_pads_unaligned_operands_onto_the_tma_path(monkeypatch, dtype: to
 
     monkeypatch.setattr(triton_impl, "_matmul_pointer_kernel", no_pointer_kernel)
     m, n, k = 37, 45, 33
-    mats = [_randn(m, k, dtype=dtype), _randn(k, n, dtype=dtype)]
+    mats = [randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)]
     if bias_dims == 0:
-        _check(triton_impl.matmul, torch.matmul, mats)
+        check(triton_impl.matmul, torch.matmul, mats)
         return
-    bias = _randn(n, dtype=dtype) if bias_dims == 1 else _randn(m, n, dtype=dtype)
+    bias = randn(n, dtype=dtype) if bias_dims == 1 else randn(m, n, dtype=dtype)
 
     def run(b, x, y):
         return triton_impl.addmm(b, x, y, alpha=1.5, beta=-0.75)
@@ -198,7 +174,7 @@ def test_triton_pads_unaligned_operands_onto_the_tma_path(monkeypatch, dtype: to
     def reference(b, x, y):
         return torch.addmm(b, x, y, alpha=1.5, beta=-0.75)
 
-    _check(run, reference, [bias, *mats])
+    check(run, reference, [bias, *mats])
 
 
 @pytest.mark.parametrize("impl", ["matmul", "addmm"])
@@ -211,11 +187,11 @@ def test_helion_kernels_get_aligned_operands_and_outputs_forward_and_backward(mo
         return launch.call_with_stored_config(kernel, store, keys, *args)
 
     monkeypatch.setattr(helion_impl, "call_with_stored_config", spy)
-    inputs = [_randn(37, 29, dtype=torch.float16), _randn(29, 45, dtype=torch.float16)]
+    inputs = [randn(37, 29, dtype=torch.float16), randn(29, 45, dtype=torch.float16)]
     if impl == "addmm":
-        _check(helion_impl.addmm, torch.addmm, [_randn(45, dtype=torch.float16), *inputs])
+        check(helion_impl.addmm, torch.addmm, [randn(45, dtype=torch.float16), *inputs])
     else:
-        _check(helion_impl.matmul, torch.matmul, inputs)
+        check(helion_impl.matmul, torch.matmul, inputs)
     assert len(calls) == 3
     for args in calls:
         for t in (a for a in args if isinstance(a, torch.Tensor) and a.dim() == 2):
@@ -228,7 +204,7 @@ def test_triton_reads_transposed_operands_in_place(transposed: str):
     b = torch.randn(36, 48).T if transposed in ("b", "both") else torch.randn(48, 36)
     bias = torch.randn(40, 36)
     out = triton_impl.fused_matmul(a, b, bias, alpha=0.5, beta=2.0)
-    _assert_close(out, 0.5 * a.double() @ b.double() + 2.0 * bias.double())
+    assert_close(out, 0.5 * a.double() @ b.double() + 2.0 * bias.double())
 
 
 @pytest.mark.parametrize(("persistent", "subtile"), [(False, False), (True, False), (False, True)])
@@ -239,16 +215,16 @@ def test_triton_tma_kernel_schedules_match_float64(persistent: bool, subtile: bo
         a_desc=triton_impl._descriptor(a, False), b_desc=triton_impl._descriptor(b, True),
         c_desc=triton_impl._descriptor(out, False), bias_ptr=bias, M=64, N=48, K=80,
         stride_bias_m=0, stride_bias_n=1, alpha=2.0, beta=0.5, A_TRANS=False, B_TRANS=True,
-        BIAS_KIND=triton_impl.ROW_BIAS, DOT_PRECISION="tf32", BLOCK_M=32, BLOCK_N=32,
+        BIAS_KIND=triton_configs.ROW_BIAS, DOT_PRECISION="tf32", BLOCK_M=32, BLOCK_N=32,
         BLOCK_K=16, GROUP_M=2, PERSISTENT=persistent, EPILOGUE_SUBTILE=subtile,
     )
     triton_configs.set_block_shapes(args)
     triton_impl._matmul_tma_kernel.fn[triton_impl._grid(a.device)](**args)
-    _assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
+    assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
 
 
 def test_triton_custom_ops_pass_opcheck():
-    a, b, bias = _randn(37, 29), _randn(29, 45), _randn(45)
+    a, b, bias = randn(37, 29), randn(29, 45), randn(45)
     torch.library.opcheck(torch.ops.opbench.matmul.default, (a, b))
     torch.library.opcheck(torch.ops.opbench.addmm.default, (bias, a, b, 1.5, 0.5))
     torch.library.opcheck(torch.ops.opbench.addmm.default, (None, a, b, 2.0, 0.0))
@@ -259,15 +235,15 @@ def test_triton_ops_compile_without_graph_breaks():
         return (triton_impl.addmm(bias, x, y, alpha=1.5, beta=0.5) + triton_impl.matmul(x, y)).sum()
 
     compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
-    inputs = [_randn(36), _randn(40, 20), _randn(20, 36)]
+    inputs = [randn(36), randn(40, 20), randn(20, 36)]
     compiled(*inputs).backward()
 
     def reference(bias, x, y):
         return torch.addmm(bias, x, y, alpha=1.5, beta=0.5) + x @ y
 
-    _, ref_grads = _reference(reference, inputs, torch.ones(40, 36))
+    _, ref_grads = float64_reference(reference, inputs, torch.ones(40, 36))
     for tensor, ref_grad in zip(inputs, ref_grads, strict=True):
-        _assert_close(tensor.grad, ref_grad)
+        assert_close(tensor.grad, ref_grad)
 
 
 @pytest.mark.parametrize("kernel_name", helion_impl.EPILOGUES)

@@ -1,0 +1,87 @@
+"""Which regime a matmul ``(M, K) @ (K, N)`` is in: one table, for the Triton and Helion backends.
+
+A regime names a kind of problem by its output's shape, its K and the GPU's SM count.  Each
+backend maps a regime to its own kernels: :data:`operators.gemm.triton_dispatch.ROUTES` for
+Triton; Helion runs its one tiled kernel in every regime so far.  The thresholds are
+predictions, written down with the cells they should move in ``results/h200/gemm/NOTES.md``
+(issue 17), to be confirmed or moved by measurements on the H200.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+class Regime(enum.Enum):
+    """How the output's tiles and the K loop are spread over the SMs."""
+
+    TILED = "tiled"
+    """One program per output tile, each over the whole of K: enough tiles to keep every SM busy."""
+    SPLIT_K = "split_k"
+    """Fewer output tiles than SMs and a long K: K is cut into parts computed side by side, then added."""
+    SKINNY = "skinny"
+    """An output side of at most :attr:`Limits.skinny` (decode, M = 1..64, or as few columns):
+    the time goes into reading the large operand, which a tall tile would mostly pad."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The thresholds of :data:`RULES`."""
+
+    tile: int
+    """Side of the square output tile that tiles are counted in (the tiled kernel's 128x128 class)."""
+    skinny: int
+    """The largest M (or N) that counts as skinny."""
+    min_split_k: int
+    """The shortest K worth splitting."""
+
+
+GPU_LIMITS = Limits(tile=128, skinny=64, min_split_k=2048)
+INTERPRETER_LIMITS = Limits(tile=32, skinny=8, min_split_k=128)
+"""Scaled down for Triton's CPU interpreter, so that test shapes of a few dozen rows reach every
+regime while the existing small test shapes (20x12x9, 37x45x29, ...) stay tiled."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """``(m, k) @ (k, n)`` on a GPU with ``sms`` SMs."""
+
+    m: int
+    n: int
+    k: int
+    sms: int
+
+    def tiles(self, side: int) -> int:
+        """Output tiles of ``side`` x ``side``."""
+        return -(-self.m // side) * -(-self.n // side)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Problems for which ``applies(problem, limits)`` take ``regime``."""
+
+    regime: Regime
+    applies: Callable[[Problem, Limits], bool]
+    reason: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(Regime.SKINNY, lambda p, lim: min(p.m, p.n) <= lim.skinny,
+         reason="a 128-row tile would be mostly padding and reading B dominates: 1x4096x4096 fwd "
+                "0.51x, 8192x8x8192 0.22x cuBLAS on the tiled kernel (issue 17)"),
+    Rule(Regime.SPLIT_K, lambda p, lim: p.tiles(lim.tile) < p.sms and p.k >= lim.min_split_k,
+         reason="a partial wave idles SMs for the whole K loop: addmm's dW 1536x512, K=20120 has 48 "
+                "tiles for 132 SMs (bwd 0.71x); from K=2048 (32 k-steps of 64) a part saves more than "
+                "the reduction pass costs (~3 us)"),
+    Rule(Regime.TILED, lambda p, lim: True,
+         reason="enough tiles, or too short a K to split: 0.98-1.13x cuBLAS at M, N, K >= 4096"),
+)
+"""The regime of a problem: the first rule that applies (the last applies to all)."""
+
+
+def regime(m: int, n: int, k: int, sms: int, limits: Limits) -> Regime:
+    """The regime of ``(m, k) @ (k, n)`` on a GPU of ``sms`` SMs under ``limits``."""
+    problem = Problem(m, n, k, sms)
+    return next(rule.regime for rule in RULES if rule.applies(problem, limits))

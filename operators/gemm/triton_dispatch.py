@@ -1,0 +1,162 @@
+"""Which Triton kernel, tile and K split compute a matmul: the shape's regime
+(:mod:`operators.gemm.strategy`) mapped to the Triton gemm kernels, one line of reason each.
+
+The tiled kernels live in :mod:`operators.gemm.triton_impl` (one program per output tile over
+the whole of K); the split-K kernel of :mod:`operators.gemm.triton_splitk` serves both the
+split-K and the skinny regimes, with a tile and configs of its own for each.  Every route is
+a prediction until measured on the H200 (``results/h200/gemm/NOTES.md``, issue 17).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from operators.gemm.strategy import GPU_LIMITS, INTERPRETER_LIMITS, Limits, Regime, regime
+from operators.gemm.triton_configs import (
+    INTERPRETED,
+    INTERPRETER_SPLIT_K_CONFIGS,
+    SKINNY_CONFIGS,
+    SPLIT_K_CONFIGS,
+    TMA_MIN_MNK,
+)
+
+
+class Kernel(enum.Enum):
+    """The Triton gemm kernels."""
+
+    TMA = "tma"
+    """``_matmul_tma_kernel``: tiles over the whole of K, operands and output through TMA."""
+    POINTER = "pointer"
+    """``_matmul_pointer_kernel``: the same with masked pointer loads and stores."""
+    SPLIT_K = "split_k"
+    """``_matmul_split_k_kernel``: a tile over one of ``split_k`` parts of K; with more than one
+    part, ``_split_k_reduce_kernel`` adds them and applies the epilogue."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """How Triton runs a regime: its ``kernel`` and, for the split-K kernel, the output tile
+    (BLOCK_M is the skinny side rounded up to a power of two within ``block_m``) and the configs
+    the autotuner times (the smallest BLOCK_K also bounds the parts: see :func:`split_count`)."""
+
+    kernel: Kernel
+    reason: str
+    block_m: tuple[int, int] = (0, 0)
+    block_n: int = 0
+    configs: tuple[triton.Config, ...] = ()
+
+
+ROUTES: dict[Regime, Route] = {
+    Regime.TILED: Route(
+        Kernel.TMA,
+        reason="persistent TMA kernel (0.98-1.13x cuBLAS at M, N, K >= 4096); pointer loads for exact "
+               "fp32 (FMA dots), a dim below a tile or a GPU before Hopper (uses_tma)"),
+    Regime.SPLIT_K: Route(
+        Kernel.SPLIT_K, block_m=(128, 128), block_n=128, configs=SPLIT_K_CONFIGS,
+        reason="128x128 tiles, K cut until the programs fill 90% of their waves: addmm's dW "
+               "1536x512, K=20120: 48 tiles x 5 parts = 240 programs on 132 SMs"),
+    Regime.SKINNY: Route(
+        Kernel.SPLIT_K, block_m=(16, 64), block_n=32, configs=SKINNY_CONFIGS,
+        reason="BLOCK_M covers M (16-64) so B is read once; 32 columns a program (128 programs at "
+               "N=4096), K split only when they leave SMs idle; N the small side: out.T = b.T @ a.T"),
+}
+"""The Triton kernel of each regime, with the H200's tiles and configs."""
+
+
+def _interpreted(route: Route) -> Route:
+    """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config."""
+    if route.kernel is not Kernel.SPLIT_K:
+        return route
+    return dataclasses.replace(route, block_m=tuple(max(16, b // 4) for b in route.block_m),
+                               block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS)
+
+
+ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
+ACTIVE_LIMITS = INTERPRETER_LIMITS if INTERPRETED else GPU_LIMITS
+INTERPRETER_SMS = 3
+"""The SM count under the interpreter, which runs programs one after another: small, so that
+persistent grids loop over several tiles and a few tiles already count as a partial wave."""
+MAX_SPLIT = 16
+MIN_PART_K_BLOCKS = 4
+"""A part shorter than this many k-blocks spends more on its pipeline's prologue than it computes."""
+WAVE_FILL = 0.9
+
+
+@functools.cache
+def _device_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def sm_count(device: torch.device) -> int:
+    """The SMs of ``device`` (its CUDA properties), or :data:`INTERPRETER_SMS` when interpreted."""
+    return INTERPRETER_SMS if INTERPRETED else _device_sms(device.index or 0)
+
+
+def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) -> bool:
+    """Whether the TMA kernel serves an (M, N, K) problem: tensor-core dots on Hopper (or the
+    interpreter), every dim no smaller than the largest tile.  Misaligned operands do not
+    matter: they are copied to aligned buffers first.
+
+    Exact fp32 (``ieee``) dots run on the FMA units, where the TMA kernel's transposed tiles
+    spill registers; they take the pointer kernel.
+    """
+    if precision == "ieee" or any(d < block for d, block in zip(mnk, TMA_MIN_MNK, strict=True)):
+        return False
+    return INTERPRETED or torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def wave_fill(programs: int, sms: int) -> float:
+    """The busy fraction of the waves that ``programs`` programs, one an SM at a time, take."""
+    return programs / (triton.cdiv(programs, sms) * sms)
+
+
+def split_count(tiles: int, k: int, sms: int, min_part_k: int) -> int:
+    """How many parts of K each of ``tiles`` output tiles is cut into: 1 when the tiles fill a
+    wave; else the fewest parts whose programs fill :data:`WAVE_FILL` of their waves (failing
+    that, the count that fills most), at most :data:`MAX_SPLIT` and ``k // min_part_k``."""
+    if tiles >= sms:
+        return 1
+    counts = range(1, max(1, min(MAX_SPLIT, k // min_part_k)) + 1)
+    enough = (s for s in counts if wave_fill(tiles * s, sms) >= WAVE_FILL)
+    return next(enough, max(counts, key=lambda s: wave_fill(tiles * s, sms)))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one matmul runs: its regime and kernel and, for the split-K kernel, the output tile,
+    the number of K parts and whether it computes ``out.T = b.T @ a.T`` (``swap``: N skinny)."""
+
+    regime: Regime
+    kernel: Kernel
+    block_m: int = 0
+    block_n: int = 0
+    split_k: int = 1
+    swap: bool = False
+
+
+def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTIVE_LIMITS,
+           routes: dict[Regime, Route] = ACTIVE_ROUTES) -> Plan:
+    """The plan of ``(m, k) @ (k, n)`` on ``sms`` SMs; ``tma``: whether the TMA kernel could serve it."""
+    name = regime(m, n, k, sms, limits)
+    route = routes[name]
+    if route.kernel is not Kernel.SPLIT_K:
+        return Plan(name, Kernel.TMA if tma else Kernel.POINTER)
+    swap = name is Regime.SKINNY and n < m
+    rows, cols = (n, m) if swap else (m, n)
+    low, high = route.block_m
+    block_m = min(max(triton.next_power_of_2(rows), low), high)
+    tiles = triton.cdiv(rows, block_m) * triton.cdiv(cols, route.block_n)
+    min_part_k = MIN_PART_K_BLOCKS * min(config.kwargs["BLOCK_K"] for config in route.configs)
+    return Plan(name, Kernel.SPLIT_K, block_m, route.block_n, split_count(tiles, k, sms, min_part_k), swap)
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(m: int, n: int, k: int, precision: str, device: torch.device) -> Plan:
+    """The plan of ``(m, k) @ (k, n)`` with dots of ``precision`` on ``device`` (cached: runs every call)."""
+    return choose(m, n, k, sms=sm_count(device), tma=uses_tma((m, n, k), precision, device))

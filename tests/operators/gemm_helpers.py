@@ -1,0 +1,46 @@
+"""What the gemm kernel tests share: random operands, the float64 reference of an output and
+its gradients, and the comparison against it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
+
+
+def randn(*shape: int, dtype: torch.dtype = torch.float32, grad: bool = True) -> torch.Tensor:
+    """A standard normal tensor of ``shape``, requiring grad unless ``grad`` is False."""
+    return torch.randn(*shape, dtype=dtype).requires_grad_(grad)
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    """``actual`` equals the float64 ``expected`` within its dtype's tolerance (relative and absolute)."""
+    tol = TOL[actual.dtype]
+    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol)
+
+
+def float64_reference(fn: Callable[..., torch.Tensor], inputs: list[torch.Tensor],
+              dy: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+    """Output and input gradients of ``fn`` evaluated in float64."""
+    upcast = [t.detach().double().requires_grad_(t.requires_grad) for t in inputs]
+    out = fn(*upcast)
+    out.backward(dy.double())
+    return out.detach(), [t.grad for t in upcast]
+
+
+def check(fn: Callable[..., torch.Tensor], ref_fn: Callable[..., torch.Tensor],
+          inputs: list[torch.Tensor]) -> None:
+    """``fn``'s output and the gradients of the inputs that require grad match ``ref_fn`` in float64;
+    the others get none."""
+    out = fn(*inputs)
+    dy = torch.randn_like(out)
+    out.backward(dy)
+    ref_out, ref_grads = float64_reference(ref_fn, inputs, dy)
+    assert_close(out.detach(), ref_out)
+    for tensor, ref_grad in zip(inputs, ref_grads, strict=True):
+        if tensor.requires_grad:
+            assert_close(tensor.grad, ref_grad)
+        else:
+            assert tensor.grad is None
