@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.measure.timing import make_timer
+from harness.measure.timing import Timer, make_timer
 from harness.settings import TimerSettings
 
 TRAFFIC_PATTERNS = ("copy", "read2_write1", "read")
@@ -93,38 +93,51 @@ def declared_peak_tflops(device: str, dtype: torch.dtype) -> float | None:
     return None
 
 
-def _pattern(name: str, numel: int, device: str) -> tuple[Callable[[], object], int]:
-    """The call that moves pattern ``name``'s traffic over ``numel`` fp32 elements, and its bytes."""
+def _pattern_calls(name: str, numel: int, device: str) -> tuple[list[Callable[[], object]], int]:
+    """The calls that move pattern ``name``'s traffic over ``numel`` fp32 elements (PyTorch's, then
+    on a GPU the Triton kernel's of :mod:`harness.measure.ceiling_kernels`), and its bytes."""
     a = torch.randn(numel, device=device)
     if name == "copy":
         out = torch.empty_like(a)
-        return (lambda: out.copy_(a)), 2 * a.nbytes
-    if name == "read2_write1":
+        calls, inputs, nbytes = [lambda: out.copy_(a)], (a,), 2 * a.nbytes
+    elif name == "read2_write1":
         b, out = torch.randn_like(a), torch.empty_like(a)
-        return (lambda: torch.add(a, b, out=out)), 3 * a.nbytes
-    sink = torch.empty((), device=device)
-    return (lambda: torch.sum(a, dim=0, out=sink)), a.nbytes
+        calls, inputs, nbytes = [lambda: torch.add(a, b, out=out)], (a, b), 3 * a.nbytes
+    else:
+        sink = torch.empty((), device=device)
+        calls, inputs, nbytes = [lambda: torch.sum(a, dim=0, out=sink)], (a,), a.nbytes
+    if device == "cuda":
+        from harness.measure.ceiling_kernels import pattern_call  # triton, after harness.device set it up
+
+        calls.append(pattern_call(name, inputs)[0])
+    return calls, nbytes
+
+
+def _best_gbps(name: str, numel: int, device: str, timer: Timer) -> float:
+    """The bandwidth of the fastest of pattern ``name``'s calls."""
+    calls, nbytes = _pattern_calls(name, numel, device)
+    return max(nbytes / (timer.measure(call).p50 * 1e-3) / 1e9 for call in calls)
 
 
 def measure_traffic_gbps(device: str, settings: TimerSettings) -> dict[str, float]:
-    """GB/s of each of :data:`TRAFFIC_PATTERNS` (bytes read plus bytes written over the median).
+    """GB/s of each of :data:`TRAFFIC_PATTERNS` (bytes read plus bytes written over the median),
+    the best of PyTorch's kernel and, on a GPU, a Triton one.
 
     Timed with plain launches even when the run replays CUDA graphs: a captured ``copy_``
     becomes a memcpy node that runs on the copy engines (about 2.8 TB/s on the H200, against
     4.26 TB/s for the copy kernel the backends compete with).
     """
     timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
-    numel = 2**28 if device == "cuda" else 2**23
-    gbps = {}
-    for name in TRAFFIC_PATTERNS:
-        call, nbytes = _pattern(name, numel, device)
-        gbps[name] = nbytes / (timer.measure(call).p50 * 1e-3) / 1e9
-        del call
-    return gbps
+    return {name: _best_gbps(name, _numel(device), device, timer) for name in TRAFFIC_PATTERNS}
 
 
 def measure_copy_gbps(device: str, settings: TimerSettings) -> float:
-    """Device-to-device copy bandwidth, counting bytes read plus bytes written, in GB/s."""
+    """Device-to-device copy bandwidth, counting bytes read plus bytes written, in GB/s (the best
+    of PyTorch's copy and, on a GPU, the Triton one)."""
     timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
-    call, nbytes = _pattern("copy", 2**28 if device == "cuda" else 2**23, device)
-    return nbytes / (timer.measure(call).p50 * 1e-3) / 1e9
+    return _best_gbps("copy", _numel(device), device, timer)
+
+
+def _numel(device: str) -> int:
+    """1 GiB of fp32 on a GPU (far past its L2), 32 MiB on the CPU."""
+    return 2**28 if device == "cuda" else 2**23
