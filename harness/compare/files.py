@@ -76,13 +76,15 @@ def _require(file: ResultFile, fields: tuple[str, ...]) -> None:
 
 def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_mismatch: bool) -> None:
     """Refuse files without provenance, measured on different GPUs or settings, or sharing no
-    (op, mode, dtype); refuse a current run without accuracy records."""
+    (op, mode, dtype); refuse any file without accuracy records (a baseline without them would
+    let a wrong current cell pass as unchanged)."""
     _require(cur, PROVENANCE)
     for base in baselines:
         _require(base, BASELINE_PROVENANCE)
-    if not any(r.metric == "accuracy" for r in cur.records):
-        raise CompareInputError(
-            f"current {cur.path}: no accuracy records (run with --metrics accuracy,latency)")
+    for file in (*baselines, cur):
+        if not any(r.metric == "accuracy" for r in file.records):
+            raise CompareInputError(
+                f"{file.role} {file.path}: no accuracy records (run with --metrics accuracy,latency)")
     for base in baselines:
         base_device, cur_device = base.header["device_name"], cur.header["device_name"]
         if base_device != cur_device and not allow_device_mismatch:

@@ -85,15 +85,16 @@ class Row:
 
 
 def _accuracy_verdict(base_acc: Record | None, cur_acc: Record | None) -> tuple[str, str] | None:
-    """The accuracy verdict and its note when the current run lost the baseline's accuracy, else None."""
+    """The accuracy verdict and its note when the current cell is wrong (whatever the baseline
+    says of it) or lost the baseline's accuracy check, else None."""
+    if cur_acc is not None and cur_acc.status == "error":
+        return "accuracy_lost", f"accuracy check failed: {error_line(cur_acc.error)}"
+    if cur_acc is not None and cur_acc.status == "ok" and cur_acc.value == 0.0:
+        return "accuracy_lost", cur_acc.note or "accuracy 0"
     if base_acc is None or base_acc.status != "ok" or base_acc.value != 1.0:
         return None
     if cur_acc is None:
         return "accuracy_missing", "no accuracy record in current"
-    if cur_acc.status == "error":
-        return "accuracy_lost", f"accuracy check failed: {error_line(cur_acc.error)}"
-    if cur_acc.status == "ok" and cur_acc.value == 0.0:
-        return "accuracy_lost", cur_acc.note or "accuracy 0"
     if cur_acc.status == "skipped":
         return "accuracy_missing", f"accuracy skipped in current: {error_line(cur_acc.error)}"
     return None

@@ -347,16 +347,6 @@ def test_a_significant_change_inside_a_wide_confidence_interval_is_unchanged(
     assert verdicts[("4096", "triton")] == ("unchanged", "beyond threshold, within the interval's run noise")
 
 
-def test_accuracy_the_baseline_never_had_cannot_be_lost(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    baseline, current = sweep(seed=1), sweep(seed=2)
-    find(baseline, 4096, "helion", "accuracy").value = 0.0
-    find(current, 4096, "helion", "accuracy").value = 0.0
-    code, verdicts = gate(tmp_path, capsys, baseline, current)
-    assert code == 0
-    assert verdicts[("4096", "helion")][0] == "unchanged"
-
-
 def test_a_cell_given_twice_or_files_with_different_timers_are_bad_input(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = sweep(seed=1)
@@ -417,6 +407,29 @@ def test_a_current_file_without_accuracy_records_is_refused(
     code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
                                write(tmp_path / "cur.json", current))
     assert code == 2 and "no accuracy records" in err
+
+
+def test_a_baseline_file_without_accuracy_records_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = [r for r in sweep(seed=1) if r.metric != "accuracy"]
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", baseline),
+                               write(tmp_path / "cur.json", sweep(seed=2)))
+    assert code == 2 and "baseline" in err and "no accuracy records" in err
+
+
+def test_a_wrong_current_cell_fails_whatever_its_baseline_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The baseline's cell lacks its accuracy record, or was wrong already: a wrong result still fails.
+    baseline = [r for r in sweep(seed=1) if (r.x_val, r.backend, r.metric) != (4096, "triton", "accuracy")]
+    find(baseline, 65536, "triton", "accuracy").value = 0.0
+    current = sweep(seed=2)
+    find(current, 4096, "triton", "accuracy").value = 0.0
+    find(current, 65536, "triton", "accuracy").value = 0.0
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert code == 1
+    assert verdicts[("4096", "triton")] == ("accuracy_lost", "accuracy 0")
+    assert verdicts[("65536", "triton")] == ("accuracy_lost", "accuracy 0")
+    assert verdicts[("1048576", "triton")][0] == "unchanged"
 
 
 def test_a_cell_whose_accuracy_record_was_deleted_fails(
