@@ -4,7 +4,8 @@
 specialization, applies the config :func:`~harness.tuning.choice.choose_config` picks (its own
 bucket's, else the nearest stored bucket's, else Helion's default).  When the first launch
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
-with one pipeline stage fewer, down to :data:`MIN_STAGES`.  Whatever the call ended up running
+one pipeline stage shallower (``num_stages``, then the loops' ``range_num_stages``), down to
+:data:`MIN_STAGES`.  Whatever the call ended up running
 on other than its own stored config is a note for the cell (:mod:`harness.measure.notes`),
 left again on every later call, so every cell that runs the kernel says so.  No search-based
 autotuning happens.  Imported by the kernel modules, after the device is prepared.
@@ -60,21 +61,40 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
 def _call_within_shared_memory(bound: Any, config: helion.Config, args: tuple,
                                key: str) -> tuple[Any, str | None]:
     """Set ``config`` on ``bound`` and call it; while the launch runs out of shared memory, again
-    with one stage fewer (down to :data:`MIN_STAGES`).  Returns the result and, when stages were
-    taken off, a note saying how many and why (``key`` names the config)."""
-    first_stages, error = config.num_stages, None
+    one pipeline stage shallower (:func:`_one_stage_fewer`).  Returns the result and, when stages
+    were taken off, a note saying which and why (``key`` names the config)."""
+    first, error = config, None
     while True:
         try:
             bound.set_config(config)
             result = bound(*args)
         except OutOfResources as exc:
-            if exc.name != "shared memory" or config.num_stages <= MIN_STAGES:
+            shallower = _one_stage_fewer(config) if exc.name == "shared memory" else None
+            if shallower is None:
                 raise
-            error = error or exc
-            config = helion.Config(**{**config.config, "num_stages": config.num_stages - 1})
+            config, error = shallower, error or exc
             continue
         if error is None:
             return result, None
-        return result, (f"{NOTE_PREFIX}num_stages {first_stages} -> {config.num_stages} for {key} after "
-                        f"OutOfResources (shared memory: {error.required} bytes needed, {error.limit} "
-                        "available)")
+        changes = ", ".join(f"{name} {_stages(first)[name]} -> {after}"
+                            for name, after in _stages(config).items() if after != _stages(first)[name])
+        return result, (f"{NOTE_PREFIX}{changes} for {key} after OutOfResources (shared memory: "
+                        f"{error.required} bytes needed, {error.limit} available)")
+
+
+def _stages(config: helion.Config) -> dict[str, object]:
+    return {"num_stages": config.num_stages, "range_num_stages": config.config.get("range_num_stages")}
+
+
+def _one_stage_fewer(config: helion.Config) -> helion.Config | None:
+    """``config`` one stage shallower: ``num_stages`` first, then the deepest loop's
+    ``range_num_stages``; None when every stage count is down to :data:`MIN_STAGES`."""
+    fields = dict(config.config)
+    if config.num_stages > MIN_STAGES:
+        return helion.Config(**{**fields, "num_stages": config.num_stages - 1})
+    loops = list(fields.get("range_num_stages") or [])
+    deepest = max(range(len(loops)), key=lambda i: loops[i] or 0, default=None)
+    if deepest is None or (loops[deepest] or 0) <= MIN_STAGES:
+        return None
+    loops[deepest] -= 1
+    return helion.Config(**{**fields, "range_num_stages": loops})

@@ -9,9 +9,13 @@ from collections.abc import Callable
 import torch
 
 
-def define_rms_norm_ops(namespace: str, forward: Callable[..., tuple[torch.Tensor, torch.Tensor]],
-                        backward: Callable[..., tuple[torch.Tensor, torch.Tensor]]):
-    """Register ``<namespace>::rms_norm_fwd`` and ``::rms_norm_bwd``; returns both ops."""
+def define_rms_norm_ops(
+    namespace: str,
+    forward: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    backward: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+) -> tuple[Callable, Callable]:
+    """Register ``<namespace>::rms_norm_fwd`` (``x, weight, eps -> y, rstd``) and
+    ``::rms_norm_bwd`` (``dy, x, weight, rstd -> dx, dw``); returns both ops."""
 
     @torch.library.custom_op(f"{namespace}::rms_norm_fwd", mutates_args=())
     def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:

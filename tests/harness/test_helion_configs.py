@@ -84,8 +84,9 @@ class StandIn:
         self.config = config
 
     def __call__(self, x: int) -> int:
-        self.tried.append(self.config.num_stages)
-        needed = self.config.num_stages * 100_000
+        loops = self.config.config.get("range_num_stages") or [0]
+        self.tried.append(self.config.num_stages if max(loops) == 0 else (self.config.num_stages, loops))
+        needed = max(self.config.num_stages, *loops) * 100_000
         if needed > self.limit:
             raise OutOfResources(needed, self.limit, self.kind)
         return x + 1
@@ -110,6 +111,18 @@ def test_a_launch_out_of_shared_memory_is_retried_with_fewer_stages_and_noted(tm
     assert notes == ["helion config: num_stages 4 -> 2 for k|bfloat16|large|nn after OutOfResources "
                      "(shared memory: 400000 bytes needed, 232448 available)"]
     assert kernel.config.config == {"block_sizes": [128], "num_stages": 2}
+
+
+def test_a_config_pipelined_by_its_loops_is_retried_with_shallower_loops(tmp_path: Path):
+    # rms_norm's backward configs leave num_stages at 1 and pipeline the row loop instead.
+    kernel = StandIn(limit=232_448)
+    store = _store(tmp_path, {KEY: {"range_num_stages": [0, 4], "num_warps": 4}})
+    notes: list[str] = []
+    with collecting(notes):
+        assert launch.call_with_stored_config(kernel, store, KEY, 1) == 2
+    assert kernel.tried == [(1, [0, 4]), (1, [0, 3]), (1, [0, 2])]
+    assert notes == ["helion config: range_num_stages [0, 4] -> [0, 2] for k|bfloat16|large|nn after "
+                     "OutOfResources (shared memory: 400000 bytes needed, 232448 available)"]
 
 
 def test_a_configured_kernel_leaves_its_notes_again_on_every_later_call(tmp_path: Path):
