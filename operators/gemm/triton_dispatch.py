@@ -153,7 +153,10 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     block_m = min(max(triton.next_power_of_2(rows), low), high)
     tiles = triton.cdiv(rows, block_m) * triton.cdiv(cols, route.block_n)
     min_part_k = MIN_PART_K_BLOCKS * min(config.kwargs["BLOCK_K"] for config in route.configs)
-    return Plan(name, Kernel.SPLIT_K, block_m, route.block_n, split_count(tiles, k, sms, min_part_k), swap)
+    split = split_count(tiles, k, sms, min_part_k)
+    if name is Regime.SPLIT_K and split == 1:  # the tiles fill their waves unsplit: tiled kernel
+        return Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
+    return Plan(name, Kernel.SPLIT_K, block_m, route.block_n, split, swap)
 
 
 @functools.lru_cache(maxsize=4096)

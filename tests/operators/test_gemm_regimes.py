@@ -52,6 +52,13 @@ def test_reference_addmm_backward_splits_only_the_long_k_weight_gradient(m: int)
     assert h200_plan(k, n, m) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, 128, 128, split_k=5)  # mat1.T @ grad
 
 
+@pytest.mark.parametrize("shape", [(2048, 1024, 8192), (1408, 1408, 4096)])
+def test_few_tiles_that_fill_their_waves_unsplit_stay_on_the_tiled_kernel(shape: tuple[int, int, int]):
+    # 128 and 121 tiles of 128x128 on 132 SMs: over 90% of a wave without cutting K.
+    assert h200_plan(*shape) == Plan(Regime.TILED, Kernel.TMA)
+    assert h200_plan(*shape, tma=False) == Plan(Regime.TILED, Kernel.POINTER)
+
+
 @pytest.mark.parametrize(("m", "block_m"), [(1, 16), (16, 16), (33, 64), (64, 64)])
 def test_decode_shapes_take_the_skinny_path_with_a_block_covering_m(m: int, block_m: int):
     assert h200_plan(m, 4096, 4096) == Plan(Regime.SKINNY, Kernel.SPLIT_K, block_m, 32, split_k=1)
