@@ -2,7 +2,9 @@
 
 :func:`call_with_stored_config` binds a kernel to its arguments and, on the first call of each
 specialization, applies the config :func:`~harness.tuning.choice.choose_config` picks (its own
-bucket's, else the nearest stored bucket's, else Helion's default).  When the first launch
+bucket's, else the nearest stored bucket's, else Helion's default), with the fields the call
+fixes (``fixed``, e.g. ``indexing="pointer"`` for a kernel whose tensor-descriptor loads would
+be wrong or fault) put over it.  When the first launch
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
 one pipeline stage shallower (``num_stages``, then the loops' ``range_num_stages``), down to
 :data:`MIN_STAGES`.  Whatever the call ended up running
@@ -14,6 +16,7 @@ autotuning happens.  Imported by the kernel modules, after the device is prepare
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import helion
@@ -31,31 +34,50 @@ _configured: weakref.WeakKeyDictionary[Any, tuple[str, ...]] = weakref.WeakKeyDi
 
 
 def call_with_stored_config(kernel: Any, store: ConfigStore, keys: str | tuple[str, ...],
-                            *args: object) -> Any:
+                            *args: object, fixed: Mapping[str, object] | None = None) -> Any:
     """Run Helion ``kernel`` on ``args`` with the config chosen from ``store`` for ``keys`` (a key,
-    or keys in order of preference)."""
+    or keys in order of preference), its fields in ``fixed`` replaced by those values."""
     bound = kernel.bind(args)
     notes = _configured.get(bound)
     if notes is None:
-        return _configure_and_call(bound, store, (keys,) if isinstance(keys, str) else keys, args)
+        keys = (keys,) if isinstance(keys, str) else keys
+        return _configure_and_call(bound, store, keys, args, dict(fixed or {}))
     for note in notes:
         add_note(note)
     return bound(*args)
 
 
-def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], args: tuple) -> Any:
+def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], args: tuple,
+                        fixed: dict[str, object]) -> Any:
     configs = load_store(store.path)
     choice = choose_config(configs, keys, store.place)
     if choice.key is None:
-        config = bound.config_spec.default_config()
+        chosen = dict(bound.config_spec.default_config().config)
     else:
-        config = helion.Config(**configs[choice.key])
-    result, lowered = _call_within_shared_memory(bound, config, args, choice.key or keys[0])
-    notes = tuple(note for note in (choice.note, lowered) if note is not None)
+        chosen = configs[choice.key]
+    key = choice.key or keys[0]
+    config, refixed = _with_fixed(chosen, fixed, key)
+    result, lowered = _call_within_shared_memory(bound, config, args, key)
+    notes = tuple(note for note in (choice.note, refixed, lowered) if note is not None)
     _configured[bound] = notes
     for note in notes:
         add_note(note)
     return result
+
+
+def _with_fixed(chosen: Mapping[str, Any], fixed: dict[str, object],
+                key: str) -> tuple[helion.Config, str | None]:
+    """The config ``chosen`` (stored under ``key``) with the fields in ``fixed``, and a note naming
+    those it held otherwise.  A per-access list of one value (``indexing=["pointer", ...]``)
+    already holds that value."""
+
+    def holds(name: str) -> bool:
+        have, want = chosen.get(name), fixed[name]
+        return have == want or (isinstance(have, list) and all(item == want for item in have))
+
+    changed = [f"{name}={fixed[name]!r}" for name in sorted(fixed) if not holds(name)]
+    note = f"{NOTE_PREFIX}{', '.join(changed)} fixed by the call over {key}" if changed else None
+    return helion.Config(**{**chosen, **fixed}), note
 
 
 def _call_within_shared_memory(bound: Any, config: helion.Config, args: tuple,

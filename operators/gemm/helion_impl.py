@@ -1,30 +1,42 @@
 """Matrix multiplication with an addmm epilogue, in Helion, for the gemm and addmm operators.
 
-One kernel, :func:`matmul_kernel`, runs the tiled loop (``acc`` accumulates in fp32 over
+The tiled kernel, :func:`matmul_kernel`, runs the tiled loop (``acc`` accumulates in fp32 over
 k-tiles) and hands the scaled accumulator to an epilogue function passed as an argument::
 
     out = epilogue(alpha * x @ y, tile, bias, beta)
 
 with :func:`scaled` (no bias), :func:`add_row_bias` (bias (N,) broadcast over the rows) or
-:func:`add_full_bias` (bias (M, N)).  The backward pass calls the kernel on transposed views
-(``grad @ y.T`` and ``x.T @ grad``) with ``alpha`` applied in the epilogue.  The host passes
+:func:`add_full_bias` (bias (M, N)).  :func:`fused_matmul` runs the kernel that
+:mod:`operators.gemm.helion_dispatch` picks for the shape's regime: this one (tiled, and
+skinny problems whose column blocks fill the GPU), or the split-K pair of
+:mod:`operators.gemm.helion_splitk` with the same epilogue in its second kernel.  A skinny
+problem whose N is the small side is computed transposed, ``out.T = y.T @ x.T``, its bias
+turned with it (a row bias becomes a stride-0 (N, M) one).  The backward pass calls
+:func:`fused_matmul` on transposed views (``grad @ y.T`` and ``x.T @ grad``) with ``alpha``
+applied in the epilogue, so each of its matmuls takes its own regime.  The host passes
 operands and output with 16-byte aligned row pitches (:mod:`operators.gemm.alignment`), so
 configs with ``tensor_descriptor`` indexing use TMA even for shapes such as 4097^3 in bf16.
 
 Configs are tuned on the GPU (:mod:`operators.gemm.helion_tuning`) and stored in
 ``helion_configs.json`` under ``<kernel>|<dtype>|<bucket>``, ``<kernel>`` naming the epilogue
-(``matmul``, ``addmm_1d``, ``addmm_2d``).  The bucket (:func:`bucket`) is ``<size>|<layout>``:
+of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
+(``matmul_split_k``, ``split_k_reduce``).  The bucket (:func:`bucket`) is ``<size>|<layout>``:
 
-* size: ``small`` when the largest of M, N, K is below 2048, else ``large``;
+* size: ``skinny`` in the skinny regime, else ``small`` when the largest of M, N, K is below
+  2048, else ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
-  view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``.
+  view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``; a
+  transposed skinny forward ``tt``.  ``split_k_reduce`` reads its workspace row-major: its
+  bucket is the size alone.
 
 ``addmm_1d`` runs matmul's loop nest with a row of bias, so without a config of its own it uses
 the one stored for ``matmul`` in the same bucket (:func:`config_keys`).  ``addmm_2d`` keeps an
 (M, N) bias tile in shared memory besides matmul's buffers, which pushes matmul's large-bucket
 config past the H200's 227 KiB a block: it runs on configs of its own only (the arithmetic is in
-``results/h200/gemm/NOTES.md``).  A call whose bucket is not stored takes the nearest stored one
-(:func:`bucket_place`).  :mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
+``results/h200/gemm/NOTES.md``), except in the skinny bucket, whose pointer-indexed configs
+stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
+(:func:`bucket_place`); skinny calls run pointer-indexed whatever config they get.
+:mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
 """
 
 from __future__ import annotations
@@ -40,11 +52,17 @@ import torch
 from harness.tuning.configs import BucketPlace, ConfigStore, config_key
 from harness.tuning.launch import call_with_stored_config
 from operators.gemm.alignment import aligned_operand, output_buffer
+from operators.gemm.helion_dispatch import Kernel, Plan, plan
+from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-SIZES = ("small", "large")
-"""The size part of a bucket, smallest first."""
+SIZES = ("skinny", "small", "large")
+"""The size part of a bucket, smallest first: a missing skinny bucket takes a small one before a
+large one; a missing small bucket, equally near both, takes one of the same layout, then the
+large one."""
+POINTER = {"indexing": "pointer"}
+"""The config fields of a pointer-indexed call."""
 
 
 def scaled(acc: torch.Tensor, tile: tuple, bias: torch.Tensor | None, beta: float) -> torch.Tensor:
@@ -100,9 +118,10 @@ def _layout_letter(t: torch.Tensor) -> str:
     return "n" if t.stride(1) == 1 else "t"
 
 
-def bucket(x: torch.Tensor, y: torch.Tensor) -> str:
-    """The config bucket of ``x @ y``: ``small|large`` by the largest dim, then the layout."""
-    size = "small" if max(*x.shape, y.shape[1]) < SMALL_LIMIT else "large"
+def bucket(x: torch.Tensor, y: torch.Tensor, size: str | None = None) -> str:
+    """The config bucket of ``x @ y``: ``size`` (the regime's, e.g. ``skinny``), else ``small`` or
+    ``large`` by the largest dim; then the layout."""
+    size = size or ("small" if max(*x.shape, y.shape[1]) < SMALL_LIMIT else "large")
     return f"{size}|{_layout_letter(x)}{_layout_letter(y)}"
 
 
@@ -118,19 +137,46 @@ CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)
 
 def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, ...]:
     """Stored-config keys for kernel ``name`` in a bucket, in order of preference: its own, then
-    for ``addmm_1d`` matmul's (the same loop nest with a row of bias in the epilogue)."""
+    for ``addmm_1d`` matmul's (the same loop nest with a row of bias in the epilogue), and in the
+    skinny bucket for ``addmm_2d`` too (pointer loads: no bias tile in shared memory)."""
     own = config_key(name, dtype, bucket_name)
-    return (own, config_key("matmul", dtype, bucket_name)) if name == "addmm_1d" else (own,)
+    shares = name == "addmm_1d" or (name == "addmm_2d" and bucket_name.startswith("skinny|"))
+    return (own, config_key("matmul", dtype, bucket_name)) if shares else (own,)
 
 
 def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float = 0.0,
             bias: torch.Tensor | None = None) -> torch.Tensor:
-    """Run the kernel with epilogue ``name`` on ``x @ y`` with its stored config."""
+    """Run ``x @ y`` with epilogue ``name`` as :func:`~operators.gemm.helion_dispatch.plan` says,
+    each kernel on its stored config; ``bias`` is None, (N,) or (M, N)."""
     x, y = _kernel_operand(x), _kernel_operand(y)
-    out = output_buffer(x.shape[0], y.shape[1], x.dtype, x.device)
-    keys = config_keys(name, x.dtype, bucket(x, y))
-    return call_with_stored_config(matmul_kernel, CONFIG_STORE, keys, x, y, float(alpha), float(beta), bias,
-                                   out, EPILOGUES[name])
+    (m, k), n = x.shape, y.shape[1]
+    out = output_buffer(m, n, x.dtype, x.device)
+    chosen, target = plan(m, n, k, x.device), out
+    if chosen.swap:
+        x, y, target = y.mT, x.mT, out.mT
+        if bias is not None:
+            bias, name = bias.expand(m, n).mT, "addmm_2d"
+    fixed = POINTER if chosen.pointer else None
+    if chosen.kernel is Kernel.TILED:
+        keys = config_keys(name, x.dtype, bucket(x, y, chosen.size))
+        call_with_stored_config(matmul_kernel, CONFIG_STORE, keys, x, y, float(alpha), float(beta), bias,
+                                target, EPILOGUES[name], fixed=fixed)
+    else:
+        _split_k(name, x, y, float(alpha), float(beta), bias, target, chosen)
+    return out
+
+
+def _split_k(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float,
+             bias: torch.Tensor | None, out: torch.Tensor, chosen: Plan) -> None:
+    """``out = epilogue(alpha * x @ y, ...)`` by the split-K pair, the parts pointer-indexed."""
+    parts = torch.empty((chosen.split_k, x.shape[0], y.shape[1]), dtype=torch.float32, device=x.device)
+    bucket_name = bucket(x, y, chosen.size)
+    parts_key = config_key("matmul_split_k", x.dtype, bucket_name)
+    call_with_stored_config(matmul_split_k_kernel, CONFIG_STORE, parts_key, x, y, parts, chosen.part_k,
+                            fixed=POINTER)
+    reduce_key = config_key("split_k_reduce", x.dtype, bucket_name.partition("|")[0])
+    call_with_stored_config(split_k_reduce_kernel, CONFIG_STORE, reduce_key, parts, alpha, beta, bias, out,
+                            EPILOGUES[name])
 
 
 def _scaled_matmul(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:

@@ -1,7 +1,12 @@
-"""Tuning the gemm and addmm Helion kernel: candidate configs and example arguments per slot.
+"""Tuning the gemm and addmm Helion kernels: candidate configs and example arguments per slot.
 
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
-the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.
+the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
+of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large and skinny
+buckets, and of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
+skinny buckets.  Skinny and split-K candidates keep their route's output tile
+(:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
+that divides the route's part step, and pointer indexing.
 """
 
 from __future__ import annotations
@@ -13,11 +18,22 @@ import torch
 
 from harness.tuning.configs import TuningJob, config_key
 from operators.gemm.alignment import output_buffer
-from operators.gemm.helion_impl import CONFIG_PATH, EPILOGUES, matmul_kernel
+from operators.gemm.helion_dispatch import ROUTES, Plan, choose
+from operators.gemm.helion_impl import CONFIG_PATH, EPILOGUES, matmul_kernel, scaled
+from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
+from operators.gemm.strategy import GPU_LIMITS
 
-__all__ = ["CONFIG_PATH", "tuning_args", "tuning_candidates", "tuning_jobs"]
+__all__ = ["CONFIG_PATH", "SLOTS", "SPLIT_K_KERNELS", "tuning_args", "tuning_candidates", "tuning_jobs"]
 
-_BUCKET_SIZES = {"small": 1024, "large": 4096}
+SPLIT_K_KERNELS = {"matmul_split_k": matmul_split_k_kernel, "split_k_reduce": split_k_reduce_kernel}
+"""The split-K kernels by stored-config name (the tiled kernel's names are its epilogues')."""
+_SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096)}
+"""(M, N, K) each bucket size is tuned on, for the tiled kernel."""
+_SPLIT_K_SHAPES = {"large|tn": (1536, 512, 20120), "large": (128, 4096, 4096), "skinny": (1, 1024, 4096)}
+"""(M, N, K) the split-K kernels are tuned on: addmm's dW at its reference shape (``x.T @ grad``),
+a short wide problem (forward and ``grad @ y.T``), decode against a 1024-wide weight."""
+TUNING_SMS = 132
+"""The H200's SMs, which the candidates are chosen for: the split-K slots are tuned on its parts."""
 
 
 def _candidate(blocks: list[int], warps: int, stages: int, indexing: str = "tensor_descriptor",
@@ -28,6 +44,13 @@ def _candidate(blocks: list[int], warps: int, stages: int, indexing: str = "tens
                          l2_groupings=[8], indexing=indexing, pid_type=pid_type,
                          range_flattens=[flatten, None], range_unroll_factors=[0, 0],
                          range_num_stages=[0, 0])
+
+
+def _reduce_candidate(rows: int, cols: int, warps: int) -> helion.Config:
+    """A config of :func:`~operators.gemm.helion_splitk.split_k_reduce_kernel`'s one tile loop."""
+    return helion.Config(block_sizes=[rows, cols], num_warps=warps, num_stages=1, l2_groupings=[1],
+                         indexing="pointer", pid_type="flat", range_flattens=[None],
+                         range_unroll_factors=[0], range_num_stages=[0])
 
 
 _PERSISTENT = "persistent_interleaved"
@@ -64,12 +87,43 @@ _SMALL_CANDIDATES = [
     _candidate([64, 128, 64], warps=4, stages=4, indexing="pointer"),
     _candidate([64, 64, 32], warps=4, stages=4, indexing="pointer"),
 ]
+_SKINNY_CANDIDATES = [
+    _candidate([16, 32, 256], warps=4, stages=3, indexing="pointer"),
+    _candidate([16, 32, 256], warps=4, stages=4, indexing="pointer"),
+    _candidate([16, 32, 256], warps=8, stages=4, indexing="pointer"),
+    _candidate([16, 32, 128], warps=4, stages=4, indexing="pointer"),
+    _candidate([16, 32, 128], warps=4, stages=6, indexing="pointer"),
+    _candidate([16, 32, 64], warps=4, stages=6, indexing="pointer"),
+]
+"""16x32 output tiles streaming the large operand: long k-blocks and deep pipelines keep 24-48 KiB
+of loads in flight per program (Triton's skinny configs, ``triton_configs.SKINNY_CONFIGS``)."""
+_SPLIT_K_CANDIDATES = [
+    _candidate([128, 128, 64], warps=8, stages=4, indexing="pointer"),
+    _candidate([128, 128, 64], warps=8, stages=3, indexing="pointer"),
+    _candidate([128, 128, 64], warps=4, stages=3, indexing="pointer"),
+    _candidate([128, 128, 64], warps=8, stages=5, indexing="pointer"),
+    _candidate([128, 128, 32], warps=4, stages=5, indexing="pointer"),
+]
+"""128x128 tiles over parts of K in steps of 64 (the split-K route's part step)."""
+_REDUCE_CANDIDATES = {
+    "large": [_reduce_candidate(32, 128, 4), _reduce_candidate(64, 128, 4), _reduce_candidate(64, 64, 4),
+              _reduce_candidate(128, 128, 8)],
+    "skinny": [_reduce_candidate(16, 128, 4), _reduce_candidate(16, 256, 4), _reduce_candidate(32, 128, 4)],
+}
 
 
 def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
-    """Plausible H200 configs for ``kernel_name`` (a key of :data:`EPILOGUES`) in ``bucket``."""
-    assert kernel_name in EPILOGUES, f"unknown kernel {kernel_name}"
-    if bucket.split("|")[0] == "small":
+    """Plausible H200 configs for ``kernel_name`` (a key of :data:`EPILOGUES` or
+    :data:`SPLIT_K_KERNELS`) in ``bucket``."""
+    assert kernel_name in EPILOGUES or kernel_name in SPLIT_K_KERNELS, f"unknown kernel {kernel_name}"
+    size = bucket.split("|")[0]
+    if kernel_name == "split_k_reduce":
+        return list(_REDUCE_CANDIDATES[size])
+    if size == "skinny":
+        return list(_SKINNY_CANDIDATES)
+    if kernel_name == "matmul_split_k":
+        return list(_SPLIT_K_CANDIDATES)
+    if size == "small":
         return list(_SMALL_CANDIDATES)
     return _LARGE_CANDIDATES + (_LARGE_FULL_BIAS_EXTRA if kernel_name == "addmm_2d" else [])
 
@@ -82,13 +136,29 @@ def _operand(rows: int, cols: int, transposed: bool, dtype: torch.dtype,
     return torch.randn(rows, cols, dtype=dtype, device=device)
 
 
+def _shape(kernel_name: str, bucket: str) -> tuple[int, int, int]:
+    """The (M, N, K) a slot is tuned on."""
+    if kernel_name not in SPLIT_K_KERNELS:
+        return _SHAPES[bucket.split("|")[0]]
+    return _SPLIT_K_SHAPES.get(bucket, _SPLIT_K_SHAPES[bucket.split("|")[0]])
+
+
 def tuning_args(kernel_name: str, bucket: str, dtype: torch.dtype,
                 device: torch.device | str) -> tuple:
-    """Example arguments of ``kernel_name`` for ``bucket`` (e.g. ``large|nt``: 4096^3, y = b.T)."""
-    size, layout = bucket.split("|")
-    m = n = k = _BUCKET_SIZES[size]
+    """Example arguments of ``kernel_name`` for ``bucket`` (e.g. ``large|nt``: 4096^3, y = b.T).
+
+    The split-K kernels get as many parts as :func:`~operators.gemm.helion_dispatch.choose`
+    cuts the slot's shape into on the H200 (:data:`TUNING_SMS`), on any device."""
+    size, _, layout = bucket.partition("|")
+    m, n, k = _shape(kernel_name, bucket)
+    if kernel_name == "split_k_reduce":
+        parts = torch.randn((_split_plan(m, n, k).split_k, m, n), dtype=torch.float32, device=device)
+        return parts, 1.0, 0.0, None, output_buffer(m, n, dtype, device), scaled
     x = _operand(m, k, layout[0] == "t", dtype, device)
     y = _operand(k, n, layout[1] == "t", dtype, device)
+    if kernel_name == "matmul_split_k":
+        plan = _split_plan(m, n, k)
+        return x, y, torch.empty((plan.split_k, m, n), dtype=torch.float32, device=device), plan.part_k
     out = output_buffer(m, n, dtype, device)
     bias = None
     if kernel_name != "matmul":
@@ -97,21 +167,38 @@ def tuning_args(kernel_name: str, bucket: str, dtype: torch.dtype,
     return x, y, 1.0, 1.0, bias, out, EPILOGUES[kernel_name]
 
 
-def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
-    """Every stored-config slot the gemm and addmm sweeps use for ``dtype``, with its candidates.
+def _split_plan(m: int, n: int, k: int) -> Plan:
+    return choose(m, n, k, sms=TUNING_SMS, limits=GPU_LIMITS, routes=ROUTES)
 
-    Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
-    (``nt``, ``tn``; addmm's backward runs ``matmul`` too), and both addmm kernels forward.
-    Arguments are made only when a job is tuned.
-    """
-    slots = [("matmul", f"{size}|{layout}") for size in _BUCKET_SIZES for layout in ("nn", "nt", "tn")]
-    slots += [(name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in _BUCKET_SIZES]
+
+SLOTS = [
+    *(("matmul", f"{size}|{layout}") for size in ("small", "large") for layout in ("nn", "nt", "tn")),
+    *((name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in ("small", "large")),
+    *(("matmul", f"skinny|{layout}") for layout in ("nn", "nt", "tn", "tt")),
+    *(("matmul_split_k", f"large|{layout}") for layout in ("nn", "nt", "tn")),
+    *(("matmul_split_k", f"skinny|{layout}") for layout in ("nn", "nt")),
+    ("split_k_reduce", "large"),
+    ("split_k_reduce", "skinny"),
+]
+"""Every stored-config slot of the gemm and addmm kernels, (kernel name, bucket).
+
+Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
+(``nt``, ``tn``; addmm's backward runs ``matmul`` too), both addmm kernels forward; skinny
+``matmul`` in the four layouts of decode (``nn``, ``nt``) and of an N-skinny problem computed
+transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), which the addmm kernels share; the
+split-K parts in the layouts of the default sweep's split problems, and in those of decode
+against too few columns to fill the GPU (e.g. 1x1024x4096, not in the sweep)."""
+
+
+def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
+    """The jobs of :data:`SLOTS` for ``dtype``, with their candidates; arguments are made only
+    when a job is tuned."""
     return [
         TuningJob(
-            kernel=matmul_kernel,
+            kernel=SPLIT_K_KERNELS.get(name, matmul_kernel),
             key=config_key(name, dtype, bucket_name),
             make_args=functools.partial(tuning_args, name, bucket_name, dtype, device),
             candidates=tuning_candidates(name, bucket_name),
         )
-        for name, bucket_name in slots
+        for name, bucket_name in SLOTS
     ]

@@ -1,17 +1,22 @@
-"""Which regime a matmul ``(M, K) @ (K, N)`` is in: one table, for the Triton and Helion backends.
+"""Which regime a matmul ``(M, K) @ (K, N)`` is in, and how many parts its K is cut into: one
+table and one split rule, for the Triton and Helion backends.
 
 A regime names a kind of problem by its output's shape, its K and the GPU's SM count.  Each
 backend maps a regime to its own kernels: :data:`operators.gemm.triton_dispatch.ROUTES` for
-Triton; Helion runs its one tiled kernel in every regime so far.  The thresholds are
-predictions, written down with the cells they should move in ``results/h200/gemm/NOTES.md``
+Triton, :data:`operators.gemm.helion_dispatch.ROUTES` for Helion.  Where a backend splits K, it
+counts its programs in its own output tiles and cuts K by :func:`split_count`.  The thresholds
+are predictions, written down with the cells they should move in ``results/h200/gemm/NOTES.md``
 (issue 17), to be confirmed or moved by measurements on the H200.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import torch
 
 
 class Regime(enum.Enum):
@@ -85,3 +90,36 @@ def regime(m: int, n: int, k: int, sms: int, limits: Limits) -> Regime:
     """The regime of ``(m, k) @ (k, n)`` on a GPU of ``sms`` SMs under ``limits``."""
     problem = Problem(m, n, k, sms)
     return next(rule.regime for rule in RULES if rule.applies(problem, limits))
+
+
+INTERPRETER_SMS = 3
+"""The SM count off the GPU, where Triton's interpreter runs programs one after another: small, so
+that persistent grids loop over several tiles and a few tiles already count as a partial wave."""
+MAX_SPLIT = 16
+WAVE_FILL = 0.9
+
+
+@functools.cache
+def _device_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def sm_count(device: torch.device) -> int:
+    """The SMs of a CUDA ``device`` (its properties), or :data:`INTERPRETER_SMS` for the CPU."""
+    return _device_sms(device.index or 0) if device.type == "cuda" else INTERPRETER_SMS
+
+
+def wave_fill(programs: int, sms: int) -> float:
+    """The busy fraction of the waves that ``programs`` programs, one an SM at a time, take."""
+    return programs / (-(-programs // sms) * sms)
+
+
+def split_count(tiles: int, k: int, sms: int, min_part_k: int) -> int:
+    """How many parts of K each of ``tiles`` output tiles is cut into: 1 when the tiles fill a
+    wave; else the fewest parts whose programs fill :data:`WAVE_FILL` of their waves (failing
+    that, the count that fills most), at most :data:`MAX_SPLIT` and ``k // min_part_k``."""
+    if tiles >= sms:
+        return 1
+    counts = range(1, max(1, min(MAX_SPLIT, k // min_part_k)) + 1)
+    enough = (s for s in counts if wave_fill(tiles * s, sms) >= WAVE_FILL)
+    return next(enough, max(counts, key=lambda s: wave_fill(tiles * s, sms)))

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from operators.gemm.strategy import GPU_LIMITS, INTERPRETER_LIMITS, Limits, Regime, regime
+from operators.gemm.strategy import (
+    GPU_LIMITS,
+    INTERPRETER_LIMITS,
+    Limits,
+    Regime,
+    regime,
+    sm_count,
+    split_count,
+)
 from operators.gemm.triton_configs import (
     INTERPRETED,
     INTERPRETER_SPLIT_K_CONFIGS,
@@ -79,23 +87,8 @@ def _interpreted(route: Route) -> Route:
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
 ACTIVE_LIMITS = INTERPRETER_LIMITS if INTERPRETED else GPU_LIMITS
-INTERPRETER_SMS = 3
-"""The SM count under the interpreter, which runs programs one after another: small, so that
-persistent grids loop over several tiles and a few tiles already count as a partial wave."""
-MAX_SPLIT = 16
 MIN_PART_K_BLOCKS = 4
 """A part shorter than this many k-blocks spends more on its pipeline's prologue than it computes."""
-WAVE_FILL = 0.9
-
-
-@functools.cache
-def _device_sms(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def sm_count(device: torch.device) -> int:
-    """The SMs of ``device`` (its CUDA properties), or :data:`INTERPRETER_SMS` when interpreted."""
-    return INTERPRETER_SMS if INTERPRETED else _device_sms(device.index or 0)
 
 
 def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) -> bool:
@@ -109,22 +102,6 @@ def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) ->
     if precision == "ieee" or any(d < block for d, block in zip(mnk, TMA_MIN_MNK, strict=True)):
         return False
     return INTERPRETED or torch.cuda.get_device_capability(device)[0] >= 9
-
-
-def wave_fill(programs: int, sms: int) -> float:
-    """The busy fraction of the waves that ``programs`` programs, one an SM at a time, take."""
-    return programs / (triton.cdiv(programs, sms) * sms)
-
-
-def split_count(tiles: int, k: int, sms: int, min_part_k: int) -> int:
-    """How many parts of K each of ``tiles`` output tiles is cut into: 1 when the tiles fill a
-    wave; else the fewest parts whose programs fill :data:`WAVE_FILL` of their waves (failing
-    that, the count that fills most), at most :data:`MAX_SPLIT` and ``k // min_part_k``."""
-    if tiles >= sms:
-        return 1
-    counts = range(1, max(1, min(MAX_SPLIT, k // min_part_k)) + 1)
-    enough = (s for s in counts if wave_fill(tiles * s, sms) >= WAVE_FILL)
-    return next(enough, max(counts, key=lambda s: wave_fill(tiles * s, sms)))
 
 
 @dataclass(frozen=True)

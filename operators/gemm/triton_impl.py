@@ -42,6 +42,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.custom_ops import define_matmul_ops
+from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import (
     INTERPRETED,
     INTERPRETER_POINTER_CONFIGS,
@@ -52,7 +53,7 @@ from operators.gemm.triton_configs import (
     prune_pointer,
     prune_tma,
 )
-from operators.gemm.triton_dispatch import Kernel, plan, sm_count
+from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_splitk import split_k_matmul
 from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
 

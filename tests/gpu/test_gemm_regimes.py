@@ -1,13 +1,18 @@
-"""On a GPU: the Triton gemm's split-K and skinny paths compiled and autotuned, in bf16, against
-float64, at the shapes they were added for (issue 17), and split-K's result the same bits
-from run to run (its parts are added by a second kernel in a fixed order, not by atomics)."""
+"""On a GPU: both backends' gemm split-K and skinny paths compiled (Triton's autotuned, Helion's on
+its stored bf16 configs), in bf16, against float64, at the shapes they were added for (issue 17),
+with no Helion config note (each call finds its own stored config), and split-K's result the
+same bits from run to run (its parts are added by a second kernel in a fixed order, not by
+atomics)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 import torch
 
-from operators.gemm import triton_dispatch, triton_impl
+from harness.measure.notes import collecting
+from operators.gemm import helion_dispatch, helion_impl, triton_dispatch, triton_impl
 from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
 from operators.gemm.strategy import Regime
 
@@ -16,10 +21,18 @@ CASES = {
     (128, 4096, 4096): Regime.SPLIT_K,
     (1000, 1000, 3001): Regime.SPLIT_K,  # no dim a multiple of 16
     (1, 4096, 4096): Regime.SKINNY,
-    (8192, 8, 8192): Regime.SKINNY,
+    (16, 4096, 4096): Regime.SKINNY,
+    (8192, 8, 8192): Regime.SKINNY,  # computed transposed
+    (1, 1024, 4096): Regime.SKINNY,  # few column blocks: K split into 4
     (7, 4095, 4097): Regime.SKINNY,
 }
 H200_SMS = 132
+FUSED: dict[str, Callable[..., torch.Tensor]] = {"triton": triton_impl.fused_matmul,
+                                                 "helion": helion_impl.fused_matmul}
+PLAN: dict[str, Callable[..., object]] = {
+    "triton": lambda m, n, k, device: triton_dispatch.plan(m, n, k, "tf32", device),
+    "helion": helion_dispatch.plan,
+}
 
 
 def _inputs(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -28,23 +41,29 @@ def _inputs(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.T
     return a, b, bias
 
 
+@pytest.mark.parametrize("backend", FUSED)
 @pytest.mark.parametrize("shape", CASES, ids=lambda s: "x".join(map(str, s)))
-def test_split_k_and_skinny_paths_match_float64_in_bf16(shape: tuple[int, int, int]) -> None:
+def test_split_k_and_skinny_paths_match_float64_in_bf16(backend: str, shape: tuple[int, int, int]) -> None:
     a, b, bias = _inputs(*shape)
-    out = triton_impl.fused_matmul(a, b, bias, alpha=1.5, beta=-0.75)
+    notes: list[str] = []
+    with collecting(notes):
+        out = FUSED[backend](a, b, bias, alpha=1.5, beta=-0.75)
     want = 1.5 * a.double() @ b.double() - 0.75 * bias.double()
     rtol, atol = matmul_tolerance("cuda", torch.bfloat16, 2 * typical_magnitude(*shape))
     torch.testing.assert_close(out.double(), want, rtol=rtol, atol=atol)
+    assert notes == []
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_properties(0).multi_processor_count
                     != H200_SMS, reason="the regimes are written for the H200's 132 SMs")
+@pytest.mark.parametrize("backend", PLAN)
 @pytest.mark.parametrize("shape", CASES, ids=lambda s: "x".join(map(str, s)))
-def test_shapes_take_their_regime_on_a_132_sm_gpu(shape: tuple[int, int, int]) -> None:
-    assert triton_dispatch.plan(*shape, "tf32", torch.device("cuda", 0)).regime is CASES[shape]
+def test_shapes_take_their_regime_on_a_132_sm_gpu(backend: str, shape: tuple[int, int, int]) -> None:
+    assert PLAN[backend](*shape, torch.device("cuda", 0)).regime is CASES[shape]
 
 
-def test_split_k_result_is_the_same_bits_every_run() -> None:
+@pytest.mark.parametrize("backend", FUSED)
+def test_split_k_result_is_the_same_bits_every_run(backend: str) -> None:
     a, b, bias = _inputs(1536, 512, 20120)
-    first = triton_impl.fused_matmul(a, b, bias)
-    assert all(torch.equal(first, triton_impl.fused_matmul(a, b, bias)) for _ in range(5))
+    first = FUSED[backend](a, b, bias)
+    assert all(torch.equal(first, FUSED[backend](a, b, bias)) for _ in range(5))

@@ -1,6 +1,6 @@
 """A Helion kernel call never goes without a config: its own bucket's, else the nearest stored
-bucket's, else Helion's default, with fewer pipeline stages when shared memory runs out; each
-fallback is a note for the cell.
+bucket's, else Helion's default, with the fields the call fixes put over it and fewer pipeline
+stages when shared memory runs out; each fallback is a note for the cell.
 
 The kernel here is a stand-in with Helion's ``bind``/``set_config``/call surface, so the GPU's
 behaviour (a launch that runs out of shared memory) can be played on the CPU.
@@ -157,6 +157,27 @@ def test_without_a_stored_config_the_kernel_runs_on_helions_default(tmp_path: Pa
         launch.call_with_stored_config(kernel, _store(tmp_path, {}), KEY, 1)
     assert kernel.config.config == kernel.default_config().config
     assert notes == ["helion config: Helion's default for k|bfloat16|large|nn (no k|bfloat16 config stored)"]
+
+
+def test_fields_the_call_fixes_replace_the_chosen_configs_and_say_so(tmp_path: Path):
+    kernel = StandIn(limit=232_448)
+    store = _store(tmp_path, {"k|bfloat16|medium|nn": {"num_stages": 2, "indexing": "tensor_descriptor"}})
+    notes: list[str] = []
+    with collecting(notes):
+        launch.call_with_stored_config(kernel, store, KEY, 1, fixed={"indexing": "pointer"})
+    assert kernel.config.config == {"num_stages": 2, "indexing": "pointer"}
+    assert notes[1:] == ["helion config: indexing='pointer' fixed by the call over k|bfloat16|medium|nn"]
+
+
+@pytest.mark.parametrize("indexing", ["pointer", ["pointer", "pointer"]])
+def test_a_config_that_holds_the_fixed_value_already_leaves_no_note(tmp_path: Path, indexing):
+    # Helion's default config lists one indexing per access.
+    kernel = StandIn(limit=232_448)
+    store = _store(tmp_path, {KEY: {"num_stages": 1, "indexing": indexing}})
+    notes: list[str] = []
+    with collecting(notes):
+        launch.call_with_stored_config(kernel, store, KEY, 1, fixed={"indexing": "pointer"})
+    assert notes == [] and kernel.config.config["indexing"] == "pointer"
 
 
 def test_notes_go_to_the_innermost_collecting_block_once_and_nowhere_outside():

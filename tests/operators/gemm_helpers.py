@@ -1,11 +1,13 @@
 """What the gemm kernel tests share: random operands, the float64 reference of an output and
-its gradients, and the comparison against it."""
+its gradients, the comparison against it, and the regime cases both backends' dispatch runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
+
+from operators.gemm.strategy import Regime
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
 
@@ -44,3 +46,25 @@ def check(fn: Callable[..., torch.Tensor], ref_fn: Callable[..., torch.Tensor],
             assert_close(tensor.grad, ref_grad)
         else:
             assert tensor.grad is None
+
+
+RegimePlan = tuple[Regime, int, bool]
+"""What a regime test checks of a backend's plan: its regime, K parts and whether it swaps."""
+
+
+def regime_plan(regime: Regime, split_k: int = 1, swap: bool = False) -> RegimePlan:
+    return regime, split_k, swap
+
+
+TILED = regime_plan(Regime.TILED)
+REGIME_CASES: dict[str, tuple[tuple[int, int, int], list[RegimePlan]]] = {
+    # (M, N, K): the plans of the forward, grad_a = dy @ b.T and grad_b = a.T @ dy
+    "split_k": ((24, 20, 300), [regime_plan(Regime.SPLIT_K, 3), TILED, TILED]),
+    "split_k_weight_grad": ((300, 20, 24), [TILED, TILED, regime_plan(Regime.SPLIT_K, 3)]),
+    "skinny": ((3, 20, 300), [regime_plan(Regime.SKINNY, 3), regime_plan(Regime.SKINNY), TILED]),
+    "skinny_n": ((20, 3, 300), [regime_plan(Regime.SKINNY, 3, swap=True), TILED,
+                                regime_plan(Regime.SKINNY, swap=True)]),
+    "decode": ((1, 45, 200), [regime_plan(Regime.SKINNY), regime_plan(Regime.SKINNY), TILED]),
+}
+"""Shapes of the interpreter's regimes (its limits, 3 SMs) with no dim a multiple of 16, whose K of
+300 is long enough to be cut into 3 parts, and the plans both backends run on them."""

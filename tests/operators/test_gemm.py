@@ -78,27 +78,45 @@ def test_flop_and_byte_models() -> None:
     assert op.bytes_moved((m, n, k), Mode.BWD) == 2 * (m * n + 2 * m * k + 2 * k * n)
 
 
-def _forward_and_backward_keys(dtype: torch.dtype, kernel: str, shape: tuple[int, ...]) -> set[str]:
-    """Config keys of ``kernel`` forward and of ``matmul`` on the backward's transposed operands."""
-    from operators.gemm.helion_impl import bucket, config_key
+def _slots(dtype: torch.dtype, kernel: str, x: torch.Tensor, y: torch.Tensor) -> set[str]:
+    """The tuning slots of the Helion call on ``x @ y`` with epilogue ``kernel``, routed as on the H200:
+    the split-K pair's two, or the tiled kernel's (in the skinny bucket the addmm kernels share
+    matmul's; an N-skinny problem runs transposed, its bias with it)."""
+    from operators.gemm.helion_dispatch import ROUTES, Kernel, choose
+    from operators.gemm.helion_impl import bucket, config_key, config_keys
+    from operators.gemm.strategy import GPU_LIMITS
 
+    (m, k), n = x.shape, y.shape[1]
+    chosen = choose(m, n, k, sms=132, limits=GPU_LIMITS, routes=ROUTES)
+    if chosen.swap:
+        x, y, kernel = y.mT, x.mT, "matmul" if kernel == "matmul" else "addmm_2d"
+    name = bucket(x, y, chosen.size)
+    if chosen.kernel is Kernel.SPLIT_K:
+        size = name.split("|")[0]
+        return {config_key("matmul_split_k", dtype, name), config_key("split_k_reduce", dtype, size)}
+    keys = config_keys(kernel, dtype, name)
+    return {keys[-1] if chosen.size == "skinny" else keys[0]}
+
+
+def _forward_and_backward_keys(dtype: torch.dtype, kernel: str, shape: tuple[int, ...]) -> set[str]:
+    """Slots of ``kernel`` forward and of ``matmul`` on the backward's transposed operands."""
     m, n, k = shape
     a, b, dy = (torch.empty(r, c, device="meta") for r, c in ((m, k), (k, n), (m, n)))
-    return {
-        config_key(kernel, dtype, bucket(a, b)),
-        config_key("matmul", dtype, bucket(dy, b.T)),
-        config_key("matmul", dtype, bucket(a.T, dy)),
-    }
+    return _slots(dtype, kernel, a, b) | _slots(dtype, "matmul", dy, b.T) | _slots(dtype, "matmul", a.T, dy)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_helion_tuning_jobs_cover_the_default_gemm_and_addmm_sweeps(dtype: torch.dtype) -> None:
     from operators.gemm import helion_tuning
+    from operators.gemm.helion_impl import config_key
 
     expected: set[str] = set()
     for shape in GemmOperator("cuda", dtype).default_shapes():
         for kernel in ("matmul", "addmm_1d", "addmm_2d"):
             expected |= _forward_and_backward_keys(dtype, kernel, shape)
+    # and skinny problems whose columns leave SMs idle (e.g. 1x1024x4096), which the sweep has none of
+    beyond = [("matmul_split_k", "skinny|nn"), ("matmul_split_k", "skinny|nt"), ("split_k_reduce", "skinny")]
+    expected |= {config_key(name, dtype, bucket) for name, bucket in beyond}
     jobs = helion_tuning.tuning_jobs(dtype, "cuda")
     assert {job.key for job in jobs} == expected
     assert len(jobs) == len(expected)

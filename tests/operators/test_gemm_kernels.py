@@ -182,9 +182,9 @@ def test_helion_kernels_get_aligned_operands_and_outputs_forward_and_backward(mo
                                                                               impl: str):
     calls = []
 
-    def spy(kernel, store, keys, *args):
+    def spy(kernel, store, keys, *args, **kwargs):
         calls.append(args)
-        return launch.call_with_stored_config(kernel, store, keys, *args)
+        return launch.call_with_stored_config(kernel, store, keys, *args, **kwargs)
 
     monkeypatch.setattr(helion_impl, "call_with_stored_config", spy)
     inputs = [randn(37, 29, dtype=torch.float16), randn(29, 45, dtype=torch.float16)]

@@ -1,11 +1,11 @@
-"""The Triton gemm's regimes: which kernel the dispatch picks for a shape, and the split-K and
-skinny paths against float64, forward and every gradient, through Triton's CPU interpreter.
+"""The Triton gemm's regimes: which kernel the dispatch picks for a shape, and the split-K path's
+exact fp32 dots through Triton's CPU interpreter (both backends' split-K and skinny paths
+against float64 are in ``test_gemm_regime_paths.py``).
 
 Dispatch tests use the H200's numbers (132 SMs, :data:`~operators.gemm.strategy.GPU_LIMITS`,
-the GPU routes).  Accuracy tests run the interpreter's scaled-down dispatch (3 SMs, 32x32
-split-K tiles, 16-wide skinny tiles, BLOCK_K 16), on shapes with no dim a multiple of 16 whose
-K of 300 is long enough to be cut into 3 parts of 7, 7 and 5 k-blocks; each case also checks
-the plans that its forward and its two backward matmuls ran.
+the GPU routes).  The interpreter's scaled-down dispatch (3 SMs, 32x32 split-K tiles, 16-wide
+skinny tiles, BLOCK_K 16) cuts the K of 300 of the shared cases into 3 parts of 7, 7 and 5
+k-blocks.
 """
 
 from harness.device import prepare_backends
@@ -23,7 +23,7 @@ from operators.gemm.operator import GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
 from tests.helpers import tf32_allowed  # noqa: E402
-from tests.operators.gemm_helpers import assert_close, check, float64_reference, randn  # noqa: E402
+from tests.operators.gemm_helpers import REGIME_CASES, assert_close  # noqa: E402
 
 H200_SMS = 132
 
@@ -91,12 +91,12 @@ def test_the_sm_count_decides_whether_tiles_are_few():
 
 
 def test_split_count_fills_waves_within_the_limits():
-    assert triton_dispatch.split_count(132, 1 << 20, 132, 256) == 1
-    assert triton_dispatch.split_count(48, 20120, 132, 256) == 5  # 240 of 264: the first >= 90%
-    assert triton_dispatch.split_count(66, 20120, 132, 256) == 2
-    assert triton_dispatch.split_count(1, 1 << 20, 132, 256) == triton_dispatch.MAX_SPLIT
-    assert triton_dispatch.split_count(48, 600, 132, 256) == 2  # parts of at least 256
-    assert triton_dispatch.split_count(48, 200, 132, 256) == 1
+    assert strategy.split_count(132, 1 << 20, 132, 256) == 1
+    assert strategy.split_count(48, 20120, 132, 256) == 5  # 240 of 264: the first >= 90%
+    assert strategy.split_count(66, 20120, 132, 256) == 2
+    assert strategy.split_count(1, 1 << 20, 132, 256) == strategy.MAX_SPLIT
+    assert strategy.split_count(48, 600, 132, 256) == 2  # parts of at least 256
+    assert strategy.split_count(48, 200, 132, 256) == 1
 
 
 def test_every_regime_has_a_route_and_every_rule_and_route_a_reason():
@@ -130,82 +130,24 @@ def test_split_k_configs_fit_the_h200_in_bf16_and_are_pruned_in_fp32(monkeypatch
 
 
 def test_sm_count_comes_from_the_device_on_a_gpu(monkeypatch):
-    assert triton_dispatch.sm_count(torch.device("cpu")) == triton_dispatch.INTERPRETER_SMS
-    monkeypatch.setattr(triton_dispatch, "INTERPRETED", False)
+    assert strategy.sm_count(torch.device("cpu")) == strategy.INTERPRETER_SMS
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda index: SimpleNamespace(multi_processor_count=132 + index))
-    triton_dispatch._device_sms.cache_clear()
+    strategy._device_sms.cache_clear()
     try:
-        assert triton_dispatch.sm_count(torch.device("cuda", 1)) == 133
+        assert strategy.sm_count(torch.device("cuda", 1)) == 133
     finally:
-        triton_dispatch._device_sms.cache_clear()
+        strategy._device_sms.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
-# The split-K and skinny paths through the interpreter
+# The split-K path's exact fp32 dots through the interpreter
 # ---------------------------------------------------------------------------------------------
-
-
-def _plan(regime: Regime, split_k: int = 1, swap: bool = False) -> tuple[Regime, int, bool]:
-    return regime, split_k, swap
-
-
-TILED = _plan(Regime.TILED)
-CASES = {
-    # (M, N, K): the plans of the forward, grad_a = dy @ b.T and grad_b = a.T @ dy
-    "split_k": ((24, 20, 300), [_plan(Regime.SPLIT_K, 3), TILED, TILED]),
-    "split_k_weight_grad": ((300, 20, 24), [TILED, TILED, _plan(Regime.SPLIT_K, 3)]),
-    "skinny": ((3, 20, 300), [_plan(Regime.SKINNY, 3), _plan(Regime.SKINNY), TILED]),
-    "skinny_n": ((20, 3, 300), [_plan(Regime.SKINNY, 3, swap=True), TILED,
-                                _plan(Regime.SKINNY, swap=True)]),
-    "decode": ((1, 45, 200), [_plan(Regime.SKINNY), _plan(Regime.SKINNY), TILED]),
-}
-DTYPES = [torch.float32, torch.float16]
-
-
-@pytest.fixture
-def plans(monkeypatch) -> list[tuple[Regime, int, bool]]:
-    """The plans of every Triton matmul this test runs, in order."""
-    ran: list[tuple[Regime, int, bool]] = []
-
-    def recording(*args) -> Plan:
-        chosen = triton_dispatch.plan(*args)
-        ran.append((chosen.regime, chosen.split_k, chosen.swap))
-        return chosen
-
-    monkeypatch.setattr(triton_impl, "plan", recording)
-    return ran
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("case", CASES)
-def test_matmul_paths_match_float64(case: str, dtype: torch.dtype, plans):
-    (m, n, k), expected = CASES[case]
-    check(triton_impl.matmul, torch.matmul, [randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)])
-    assert plans == expected
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("bias_dims", [1, 2])
-@pytest.mark.parametrize("case", CASES)
-def test_addmm_paths_apply_alpha_and_beta_once_forward_and_backward(case: str, bias_dims: int,
-                                                                   dtype: torch.dtype, plans):
-    (m, n, k), expected = CASES[case]
-    bias = randn(n, dtype=dtype) if bias_dims == 1 else randn(m, n, dtype=dtype)
-
-    def run(b, x, y):
-        return triton_impl.addmm(b, x, y, alpha=1.5, beta=-0.75)
-
-    def reference(b, x, y):
-        return torch.addmm(b, x, y, alpha=1.5, beta=-0.75)
-
-    check(run, reference, [bias, randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)])
-    assert plans == expected
 
 
 @pytest.mark.parametrize("case", ["split_k", "skinny_n"])
 def test_split_paths_compute_exact_fp32_dots(case: str):
-    (m, n, k), _ = CASES[case]
+    (m, n, k), _ = REGIME_CASES[case]
     a, b, bias = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
@@ -215,35 +157,3 @@ def test_split_paths_compute_exact_fp32_dots(case: str):
     finally:
         torch.set_float32_matmul_precision(previous)
     assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
-
-
-def test_split_paths_read_transposed_operands_in_place():
-    a, b = torch.randn(300, 24).T, torch.randn(20, 300).T
-    assert triton_dispatch.plan(24, 20, 300, "tf32", a.device).split_k == 3
-    assert_close(triton_impl.fused_matmul(a, b), a.double() @ b.double())
-
-
-def test_split_path_custom_ops_pass_opcheck():
-    (m, n, k), _ = CASES["split_k"]
-    a, b = randn(m, k), randn(k, n)
-    torch.library.opcheck(torch.ops.opbench.matmul.default, (a, b))
-    torch.library.opcheck(torch.ops.opbench.addmm.default, (randn(n), a, b, 1.5, 0.5))
-    (m, n, k), _ = CASES["skinny_n"]
-    torch.library.opcheck(torch.ops.opbench.addmm.default, (randn(m, n), randn(m, k), randn(k, n), 2.0, -1.0))
-
-
-def test_split_paths_compile_without_graph_breaks():
-    def loss(bias, x, y, v):
-        return (triton_impl.addmm(bias, x, y, alpha=1.5, beta=0.5) + triton_impl.matmul(v, y)).sum()
-
-    (m, n, k), _ = CASES["split_k"]
-    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
-    inputs = [randn(n), randn(m, k), randn(k, n), randn(1, k)]
-    compiled(*inputs).backward()
-
-    def reference(bias, x, y, v):
-        return torch.addmm(bias, x, y, alpha=1.5, beta=0.5) + v @ y
-
-    _, ref_grads = float64_reference(reference, inputs, torch.ones(m, n))
-    for tensor, ref_grad in zip(inputs, ref_grads, strict=True):
-        assert_close(tensor.grad, ref_grad)

@@ -1,0 +1,132 @@
+"""Which Helion kernel, config bucket and K split compute a matmul: the shape's regime
+(:mod:`operators.gemm.strategy`) mapped to the Helion gemm kernels, one line of reason each.
+
+The tiled kernel is :func:`operators.gemm.helion_impl.matmul_kernel` (one program per output
+tile over the whole of K, the epilogue in the kernel); the split-K pair of
+:mod:`operators.gemm.helion_splitk` computes fp32 parts of K side by side and adds them in a
+second kernel.  A regime's route names the bucket size its configs are stored under, the
+output tile its programs are counted in when K may be split, and whether its loads must be
+pointer-indexed whatever config is stored.  Every route is a prediction until measured on the
+H200 (``results/h200/gemm/NOTES.md``, issue 17).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from dataclasses import dataclass
+
+import torch
+
+from operators.gemm.strategy import (
+    GPU_LIMITS,
+    INTERPRETER_LIMITS,
+    Limits,
+    Regime,
+    regime,
+    sm_count,
+    split_count,
+)
+
+
+class Kernel(enum.Enum):
+    """The Helion gemm kernels."""
+
+    TILED = "tiled"
+    """``matmul_kernel``: each output tile over the whole of K, the epilogue applied in the kernel."""
+    SPLIT_K = "split_k"
+    """``matmul_split_k_kernel``: fp32 parts of K into an ``(S, M, N)`` workspace, then
+    ``split_k_reduce_kernel`` adds them in order and applies the epilogue once."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """How Helion runs a regime.
+
+    ``size`` is the bucket size its configs are stored under (None: by the largest dim, as
+    for the tiled kernel).  When ``tile`` is set, K may be split: the programs are counted
+    in (rows, cols) output tiles, the tile of the regime's stored configs, and every part is a
+    whole number of ``part_step`` (the BLOCK_K of those configs), at least
+    :data:`MIN_PART_STEPS` of them.  ``pointer``: every access pointer-indexed, whatever
+    config is stored (no TMA box larger than a skinny operand, helion#2555; the split-K
+    kernel's parts are pointer-indexed in every regime, :mod:`operators.gemm.helion_splitk`).
+    """
+
+    reason: str
+    size: str | None = None
+    tile: tuple[int, int] | None = None
+    part_step: int = 0
+    pointer: bool = False
+
+
+ROUTES: dict[Regime, Route] = {
+    Regime.TILED: Route(
+        reason="matmul_kernel on its small/large bucket configs (0.97-1.14x cuBLAS at M, N, K >= 4096)"),
+    Regime.SPLIT_K: Route(
+        tile=(128, 128), part_step=64,
+        reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "
+               "K=20120: 48 tiles x 5 parts of 4032 = 240 programs on 132 SMs)"),
+    Regime.SKINNY: Route(
+        size="skinny", tile=(16, 32), part_step=256, pointer=True,
+        reason="16-row tiles on the skinny side (N the small side: out.T = y.T @ x.T), 32 columns a "
+               "program (128 programs at N=4096), pointer loads; K split only when the programs "
+               "leave SMs idle (1x1024x4096: 32 x 4 parts)"),
+}
+"""The Helion kernel of each regime on the H200, with its stored configs' tiles."""
+
+
+def _interpreted(route: Route) -> Route:
+    """``route`` off the GPU: tiles a quarter the side (16 at least) and parts in steps of 16,
+    Helion's default BLOCK_K (the dtypes the interpreter runs have no stored configs)."""
+    if route.tile is None:
+        return route
+    return dataclasses.replace(route, tile=(max(16, route.tile[0] // 4), max(16, route.tile[1] // 4)),
+                               part_step=16)
+
+
+INTERPRETER_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()}
+
+MIN_PART_STEPS = 4
+"""A part shorter than this many k-blocks spends more on its pipeline's prologue than it computes."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one matmul runs: its regime and kernel, the bucket size of its configs (None: by the
+    largest dim), the number of K parts and the K of each (``k`` itself when not split), whether
+    it computes ``out.T = y.T @ x.T`` (``swap``: N skinny) and whether its loads must be
+    pointer-indexed."""
+
+    regime: Regime
+    kernel: Kernel
+    size: str | None = None
+    split_k: int = 1
+    part_k: int = 0
+    swap: bool = False
+    pointer: bool = False
+
+
+def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Regime, Route]) -> Plan:
+    """The plan of ``(m, k) @ (k, n)`` on ``sms`` SMs under ``limits`` and ``routes``."""
+    name = regime(m, n, k, sms, limits)
+    route = routes[name]
+    swap = name is Regime.SKINNY and n < m
+    rows, cols = (n, m) if swap else (m, n)
+    parts = 1
+    if route.tile is not None:
+        tiles = -(-rows // route.tile[0]) * -(-cols // route.tile[1])
+        parts = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
+    if parts == 1:
+        return Plan(name, Kernel.TILED, route.size, 1, k, swap, route.pointer)
+    part_k = -(-k // (parts * route.part_step)) * route.part_step
+    return Plan(name, Kernel.SPLIT_K, route.size, -(-k // part_k), part_k, swap, route.pointer)
+
+
+@functools.lru_cache(maxsize=4096)
+def plan(m: int, n: int, k: int, device: torch.device) -> Plan:
+    """The plan of ``(m, k) @ (k, n)`` on ``device``: the H200's routes on a GPU, the
+    interpreter's off it (cached: runs every call)."""
+    gpu = device.type == "cuda"
+    return choose(m, n, k, sms=sm_count(device), limits=GPU_LIMITS if gpu else INTERPRETER_LIMITS,
+                  routes=ROUTES if gpu else INTERPRETER_ROUTES)

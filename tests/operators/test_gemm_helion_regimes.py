@@ -1,0 +1,205 @@
+"""The Helion gemm's regimes: which kernel, bucket and K split the dispatch picks for a shape, and
+the configs the skinny and split-K routes run on (both backends' paths against float64 are in
+``test_gemm_regime_paths.py``).
+
+Dispatch tests use the H200's numbers (132 SMs, :data:`~operators.gemm.strategy.GPU_LIMITS`,
+the GPU routes).  Under the interpreter (3 SMs, 32x32 split-K tiles, 16x16 skinny tiles, parts
+in steps of 16) a K of 300 is cut into parts of 112, 112 and 76.
+"""
+
+from harness.device import prepare_backends
+
+prepare_backends("cpu")
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from harness.measure.notes import collecting  # noqa: E402
+from harness.tuning import launch  # noqa: E402
+from harness.tuning.choice import choose_config  # noqa: E402
+from harness.tuning.configs import ConfigStore, config_key, load_store, split_key  # noqa: E402
+from operators.gemm import helion_dispatch, helion_impl, helion_tuning  # noqa: E402
+from operators.gemm.helion_dispatch import Kernel, Plan  # noqa: E402
+from operators.gemm.operator import CUDA_SHAPES  # noqa: E402
+from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
+from tests.helpers import run_compiling  # noqa: E402
+from tests.operators.gemm_helpers import assert_close  # noqa: E402
+
+H200_SMS = 132
+
+
+def h200_plan(m: int, n: int, k: int) -> Plan:
+    return helion_dispatch.choose(m, n, k, sms=H200_SMS, limits=GPU_LIMITS, routes=helion_dispatch.ROUTES)
+
+
+def _tiled(size: str | None = None, k: int = 0, swap: bool = False) -> Plan:
+    skinny = size == "skinny"
+    return Plan(Regime.SKINNY if skinny else Regime.TILED, Kernel.TILED, size, 1, k, swap, pointer=skinny)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatch at the H200's scale
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("m", "part_k"), [(20120, 4032), (34579, 6976), (34839, 6976)])
+def test_reference_addmm_backward_splits_only_the_long_k_weight_gradient(m: int, part_k: int):
+    n, k = 512, 1536
+    assert h200_plan(m, n, k) == _tiled(k=k)
+    assert h200_plan(m, k, n) == _tiled(k=n)  # grad_mat1 = grad @ mat2.T: (M, K), 512 deep
+    # mat1.T @ grad: 48 tiles x 5 parts = 240 programs on 132 SMs, parts in whole 64-deep k-blocks
+    assert h200_plan(k, n, m) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 5, part_k)
+
+
+@pytest.mark.parametrize("m", [1, 16, 33, 64])
+def test_decode_shapes_take_the_skinny_route_on_the_tiled_kernel(m: int):
+    assert h200_plan(m, 4096, 4096) == _tiled("skinny", k=4096)  # 128+ programs of 16x32
+
+
+def test_skinny_n_is_computed_transposed():
+    assert h200_plan(8192, 8, 8192) == _tiled("skinny", k=8192, swap=True)
+
+
+def test_skinny_problems_with_few_column_blocks_split_k():
+    # 32 programs x 4 parts = 128 of 132 SMs, parts of 4 k-blocks of 256
+    assert h200_plan(1, 1024, 4096) == Plan(Regime.SKINNY, Kernel.SPLIT_K, "skinny", 4, 1024, pointer=True)
+
+
+def test_a_short_wide_problem_splits_k_into_four():
+    assert h200_plan(128, 4096, 4096) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 4, 1024)
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 14336, 4096), (3000, 5000, 7000),
+                                   (1000, 1000, 1000), (256, 256, 256), (20120, 1536, 512),
+                                   (4096, 4096, 1)])
+def test_large_or_short_k_problems_stay_on_the_tiled_kernel(shape: tuple[int, int, int]):
+    assert h200_plan(*shape) == _tiled(k=shape[2])
+
+
+def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
+    # (fwd, grad_a = dy @ b.T, grad_b = a.T @ dy), as results/h200/gemm/NOTES.md lists them
+    tiled, skinny, skinny_t = ("tiled", 1), ("skinny", 1), ("skinny transposed", 1)
+    expected = {
+        **{(m, 512, 1536): [tiled, tiled, ("split_k", 5)] for m in (20120, 34579, 34839)},
+        (1, 4096, 4096): [skinny, skinny, tiled],
+        (16, 4096, 4096): [skinny, skinny, tiled],
+        (128, 4096, 4096): [("split_k", 4), ("split_k", 4), tiled],
+        (8192, 8, 8192): [skinny_t, tiled, skinny_t],
+        (3000, 5000, 7000): [tiled, tiled, tiled],
+    }
+
+    def route(m: int, n: int, k: int) -> tuple[str, int]:
+        chosen = h200_plan(m, n, k)
+        name = chosen.regime.value + (" transposed" if chosen.swap else "")
+        return name, chosen.split_k
+
+    for (m, n, k), routes in expected.items():
+        assert [route(m, n, k), route(m, k, n), route(k, n, m)] == routes, (m, n, k)
+    others = [shape for shape in CUDA_SHAPES if shape not in expected]
+    assert len(others) == 10
+    assert all(route(*s) == route(s[0], s[2], s[1]) == route(s[2], s[1], s[0]) == tiled for s in others)
+
+
+def test_every_regime_has_a_helion_route_with_a_reason():
+    assert set(helion_dispatch.ROUTES) == set(Regime) == set(helion_dispatch.INTERPRETER_ROUTES)
+    assert all(route.reason for route in helion_dispatch.ROUTES.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored configs and tuning slots of the new routes
+# ---------------------------------------------------------------------------------------------
+
+
+STORED = load_store(helion_impl.CONFIG_PATH)
+ROUTE_OF_SIZE = {"skinny": helion_dispatch.ROUTES[Regime.SKINNY],
+                 "large": helion_dispatch.ROUTES[Regime.SPLIT_K]}
+
+
+def _split_or_skinny_slots() -> list[tuple[str, str]]:
+    return [(name, bucket) for name, bucket in helion_tuning.SLOTS
+            if name in helion_tuning.SPLIT_K_KERNELS or bucket.startswith("skinny")]
+
+
+def test_every_split_and_skinny_slot_is_stored_in_bf16_and_every_stored_key_is_a_slot():
+    def keys(slots: list[tuple[str, str]]) -> set[str]:
+        return {config_key(name, torch.bfloat16, bucket) for name, bucket in slots}
+
+    assert keys(_split_or_skinny_slots()) <= set(STORED) <= keys(helion_tuning.SLOTS)
+
+
+@pytest.mark.parametrize(("name", "bucket"), _split_or_skinny_slots())
+def test_split_and_skinny_configs_keep_their_routes_tile_whole_parts_and_pointer_loads(name: str,
+                                                                                       bucket: str):
+    candidates = [config.config for config in helion_tuning.tuning_candidates(name, bucket)]
+    configs = [*candidates, STORED[config_key(name, torch.bfloat16, bucket)]]
+    if name == "split_k_reduce":
+        assert all(config["indexing"] == "pointer" for config in configs)
+        return
+    route = ROUTE_OF_SIZE[bucket.split("|")[0]]
+    for config in configs:
+        block_m, block_n, block_k = config["block_sizes"]
+        assert (block_m, block_n) == route.tile and route.part_step % block_k == 0, config
+        assert config["indexing"] == "pointer", config
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("name", list(helion_impl.EPILOGUES))
+def test_the_skinny_bucket_never_falls_back_on_a_tensor_descriptor_config(name: str, layout: str,
+                                                                          dtype: torch.dtype):
+    # In bf16 a skinny call has a skinny config of its own (matmul's for the addmm kernels); in the
+    # other dtypes nothing is stored, so Helion's default (pointer-indexed) runs.  Whatever the
+    # store holds, the call fixes pointer indexing (the next test).
+    choice = choose_config(STORED, helion_impl.config_keys(name, dtype, f"skinny|{layout}"),
+                           helion_impl.bucket_place)
+    if dtype != torch.bfloat16:
+        assert choice.key is None
+        return
+    assert choice.note is None and split_key(choice.key)[::2] == ("matmul", f"skinny|{layout}")
+    assert STORED[choice.key]["indexing"] == "pointer"
+
+
+# Shapes of their own: a bound kernel keeps the config of its first call for the session.
+@pytest.mark.parametrize(("shape", "indexing"), [((3, 43, 38), "pointer"),
+                                                 ((35, 43, 27), "tensor_descriptor")])
+def test_a_skinny_call_runs_pointer_indexed_over_a_stored_tensor_descriptor_config(
+        monkeypatch, tmp_path: Path, shape: tuple[int, int, int], indexing: str):
+    td = {"block_sizes": [32, 32, 16], "indexing": "tensor_descriptor", "num_warps": 4, "num_stages": 2}
+    path = tmp_path / "helion_configs.json"
+    path.write_text(json.dumps({"configs": {"matmul|float32|large|nn": td}}))
+    monkeypatch.setattr(helion_impl, "CONFIG_STORE", ConfigStore(path, helion_impl.bucket_place))
+    ran = []
+
+    def recording(bound, config, args, key):
+        ran.append(config.config["indexing"])
+        return real(bound, config, args, key)
+
+    real = launch._call_within_shared_memory
+    monkeypatch.setattr(launch, "_call_within_shared_memory", recording)
+    m, n, k = shape
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    notes: list[str] = []
+    with collecting(notes):
+        assert_close(helion_impl.fused_matmul(a, b), a.double() @ b.double())
+    assert ran == [indexing]
+    assert any("nearest stored bucket matmul|float32|large|nn" in note for note in notes)
+    assert any("indexing='pointer' fixed" in note for note in notes) == (indexing == "pointer")
+
+
+@pytest.mark.parametrize(("name", "bucket"), _split_or_skinny_slots())
+def test_split_and_skinny_tuning_candidates_generate_triton_code(name: str, bucket: str):
+    kernel = helion_tuning.SPLIT_K_KERNELS.get(name, helion_impl.matmul_kernel)
+    args = helion_tuning.tuning_args(name, bucket, torch.float16, "cpu")
+    bound = kernel.bind(args)
+    for config in helion_tuning.tuning_candidates(name, bucket):
+        assert ("tl.dot" in bound.to_triton_code(config)) == (name != "split_k_reduce")
+
+
+def test_split_and_skinny_configs_compile_for_sm90_within_shared_memory():
+    # Compiles kernels, which the interpreter this session runs cannot.
+    check_run = run_compiling(Path(__file__).with_name("helion_regimes_fit_sm90.py"))
+    assert check_run.returncode == 0, check_run.stdout + check_run.stderr
+    assert check_run.stdout.count("bytes of shared memory") == 19, check_run.stdout
