@@ -4,7 +4,7 @@
 specialization, applies the config :func:`~harness.tuning.choice.choose_config` picks (its own
 bucket's, else the nearest stored bucket's, else Helion's default), with the fields the call
 fixes (``fixed``, e.g. ``indexing="pointer"`` for a kernel whose tensor-descriptor loads would
-be wrong or fault) put over it.  When the first launch
+be wrong) put over it; ``fixed`` is read on that first call only.  When the first launch
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
 one pipeline stage shallower (``num_stages``, then the loops' ``range_num_stages``), down to
 :data:`MIN_STAGES`.  Whatever the call ended up running

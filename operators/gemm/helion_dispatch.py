@@ -46,11 +46,13 @@ class Route:
 
     ``size`` is the bucket size its configs are stored under (None: by the largest dim, as
     for the tiled kernel).  When ``tile`` is set, K may be split: the programs are counted
-    in (rows, cols) output tiles, the tile of the regime's stored configs, and every part is a
-    whole number of ``part_step`` (the BLOCK_K of those configs), at least
-    :data:`MIN_PART_STEPS` of them.  ``pointer``: every access pointer-indexed, whatever
-    config is stored (no TMA box larger than a skinny operand, helion#2555; the split-K
-    kernel's parts are pointer-indexed in every regime, :mod:`operators.gemm.helion_splitk`).
+    in (rows, cols) output tiles, the tile of the regime's stored configs, and every part but the
+    last is a whole number of ``part_step`` (the BLOCK_K of those configs), at least
+    :data:`MIN_PART_STEPS` of them (rounding parts up to the step may leave fewer parts than
+    :func:`~operators.gemm.strategy.split_count` asked for).  ``pointer``: every access
+    pointer-indexed, whatever config is stored (for skinny tiles a speed choice: helion 1.5.0
+    already indexes by pointer an access whose block exceeds the tensor; the split-K kernel's
+    parts are pointer-indexed in every regime for correctness, :mod:`operators.gemm.helion_splitk`).
     """
 
     reason: str
@@ -117,6 +119,9 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
     if route.tile is not None:
         tiles = -(-rows // route.tile[0]) * -(-cols // route.tile[1])
         parts = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
+    if parts == 1 and name is Regime.SPLIT_K:  # the tiles fill their waves unsplit: tiled, as in Triton
+        tiled = routes[Regime.TILED]
+        return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
     if parts == 1:
         return Plan(name, Kernel.TILED, route.size, 1, k, swap, route.pointer)
     part_k = -(-k // (parts * route.part_step)) * route.part_step

@@ -107,10 +107,13 @@ EPILOGUES = {"matmul": scaled, "addmm_1d": add_row_bias, "addmm_2d": add_full_bi
 # ---------------------------------------------------------------------------------------------
 
 
-def _kernel_operand(t: torch.Tensor) -> torch.Tensor:
-    """``t`` row- or column-major with a 16-byte aligned pitch, copying only when it is not."""
+def _kernel_operand(t: torch.Tensor, chosen: Plan) -> torch.Tensor:
+    """``t`` row- or column-major and, for a route whose config may load by tensor descriptor, with
+    a 16-byte aligned pitch, copying only when it is not (pointer loads take any pitch)."""
     if t.stride(1) != 1 and t.stride(0) != 1:
         t = t.contiguous()
+    if chosen.pointer or chosen.kernel is not Kernel.TILED:
+        return t
     return aligned_operand(t, transposed=t.stride(1) != 1)
 
 
@@ -148,10 +151,11 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
             bias: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``x @ y`` with epilogue ``name`` as :func:`~operators.gemm.helion_dispatch.plan` says,
     each kernel on its stored config; ``bias`` is None, (N,) or (M, N)."""
-    x, y = _kernel_operand(x), _kernel_operand(y)
     (m, k), n = x.shape, y.shape[1]
+    chosen = plan(m, n, k, x.device)
+    x, y = _kernel_operand(x, chosen), _kernel_operand(y, chosen)
     out = output_buffer(m, n, x.dtype, x.device)
-    chosen, target = plan(m, n, k, x.device), out
+    target = out
     if chosen.swap:
         x, y, target = y.mT, x.mT, out.mT
         if bias is not None:

@@ -118,7 +118,7 @@ def split_count(tiles: int, k: int, sms: int, min_part_k: int) -> int:
     """How many parts of K each of ``tiles`` output tiles is cut into: 1 when the tiles fill a
     wave; else the fewest parts whose programs fill :data:`WAVE_FILL` of their waves (failing
     that, the count that fills most), at most :data:`MAX_SPLIT` and ``k // min_part_k``."""
-    if tiles >= sms:
+    if tiles == 0 or tiles >= sms:  # no output, or a full wave
         return 1
     counts = range(1, max(1, min(MAX_SPLIT, k // min_part_k)) + 1)
     enough = (s for s in counts if wave_fill(tiles * s, sms) >= WAVE_FILL)

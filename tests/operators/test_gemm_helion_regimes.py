@@ -79,6 +79,16 @@ def test_large_or_short_k_problems_stay_on_the_tiled_kernel(shape: tuple[int, in
     assert h200_plan(*shape) == _tiled(k=shape[2])
 
 
+@pytest.mark.parametrize("shape", [(2048, 1024, 8192), (1408, 1408, 4096)])
+def test_few_tiles_that_fill_their_waves_unsplit_are_tiled_as_in_triton(shape: tuple[int, int, int]):
+    # 128 and 121 tiles of 128x128 on 132 SMs: the same plan as Triton's dispatch gives.
+    assert h200_plan(*shape) == _tiled(k=shape[2])
+
+
+def test_an_empty_output_is_not_split():
+    assert h200_plan(0, 4096, 4096).split_k == h200_plan(4096, 0, 64).split_k == 1
+
+
 def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
     # (fwd, grad_a = dy @ b.T, grad_b = a.T @ dy), as results/h200/gemm/NOTES.md lists them
     tiled, skinny, skinny_t = ("tiled", 1), ("skinny", 1), ("skinny transposed", 1)
