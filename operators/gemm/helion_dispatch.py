@@ -25,6 +25,7 @@ from operators.gemm.strategy import (
     Limits,
     Regime,
     regime,
+    settled_regime,
     sm_count,
     split_count,
 )
@@ -119,7 +120,7 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
     if route.tile is not None:
         tiles = -(-rows // route.tile[0]) * -(-cols // route.tile[1])
         parts = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
-    if parts == 1 and name is Regime.SPLIT_K:  # the tiles fill their waves unsplit: tiled, as in Triton
+    if settled_regime(name, parts) is not name:
         tiled = routes[Regime.TILED]
         return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
     if parts == 1:

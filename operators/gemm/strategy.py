@@ -114,6 +114,13 @@ def wave_fill(programs: int, sms: int) -> float:
     return programs / (-(-programs // sms) * sms)
 
 
+def settled_regime(regime: Regime, parts: int) -> Regime:
+    """The regime a problem runs in once its backend has counted its K ``parts``: a split-K
+    problem left with one part (its tiles fill their waves unsplit, or K is too short to cut
+    into parts of the backend's least length) runs tiled."""
+    return Regime.TILED if regime is Regime.SPLIT_K and parts == 1 else regime
+
+
 def split_count(tiles: int, k: int, sms: int, min_part_k: int) -> int:
     """How many parts of K each of ``tiles`` output tiles is cut into: 1 when the tiles fill a
     wave; else the fewest parts whose programs fill :data:`WAVE_FILL` of their waves (failing

@@ -99,6 +99,13 @@ def test_split_count_fills_waves_within_the_limits():
     assert strategy.split_count(48, 200, 132, 256) == 1
 
 
+def test_a_split_k_problem_left_with_one_part_runs_tiled_and_other_regimes_keep_theirs():
+    assert strategy.settled_regime(Regime.SPLIT_K, 1) is Regime.TILED
+    assert strategy.settled_regime(Regime.SPLIT_K, 2) is Regime.SPLIT_K
+    assert strategy.settled_regime(Regime.SKINNY, 1) is Regime.SKINNY
+    assert strategy.settled_regime(Regime.TILED, 1) is Regime.TILED
+
+
 def test_every_regime_has_a_route_and_every_rule_and_route_a_reason():
     assert set(triton_dispatch.ROUTES) == set(Regime) == {rule.regime for rule in strategy.RULES}
     assert all(rule.reason for rule in strategy.RULES)
