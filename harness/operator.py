@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -95,6 +96,30 @@ def register_benchmark(
     return mark
 
 
+@dataclass(frozen=True)
+class Option:
+    """An operator's own command-line option ``--<name>``; its value reaches the operator in
+    ``self.options[name]`` (and the result file's header)."""
+
+    name: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    parse: Callable[[str], Any] | None = None
+    """Text -> value; raises ``ValueError`` with a message saying what is wrong with the text."""
+
+
+def finite_number(text: str) -> float:
+    """``text`` as a finite float; ``ValueError`` for anything else (``nan``, ``inf``, words)."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a number") from exc
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value
+
+
 class BenchmarkOperator:
     """Base class of every operator; subclasses fill in the class variables and hooks."""
 
@@ -108,6 +133,8 @@ class BenchmarkOperator:
     compute_bound: ClassVar[bool] = False
     helion_tuning: ClassVar[str | None] = None
     """The module whose ``tuning_jobs(dtype, device)`` and ``CONFIG_PATH`` ``run.py tune`` uses."""
+    command_line_options: ClassVar[tuple[Option, ...]] = ()
+    """The operator's own options, added to ``run.py``'s parser when ``--op`` names it."""
     review_speedup: ClassVar[float] = 10.0
     bwd_seed: ClassVar[int] = 1234
 
@@ -117,10 +144,6 @@ class BenchmarkOperator:
         self.options = options or {}
         self._dy_cache: dict[Any, tuple[torch.Tensor, ...]] = {}
         self._handed_out: list[tuple[Any, tuple[torch.Tensor, ...]]] | None = None
-
-    @classmethod
-    def add_options(cls, parser: Any) -> None:
-        """Add operator-specific command-line options (``parser`` is an argparse group)."""
 
     @classmethod
     def backends(cls) -> list[Backend]:

@@ -1,8 +1,9 @@
 """The one registry of operators: operator names -> their ``BenchmarkOperator`` classes.
 
-Every operator class, built-in or from a plugin, is decorated with :func:`register_operator`.
 The built-in operators are the sub-packages of ``operators/``: each ``operators/<name>/operator.py``
-is imported the first time the registry is asked, so adding an operator is adding its folder.
+is imported the first time the registry is asked and the ``BenchmarkOperator`` subclass it
+defines is registered, so adding an operator is adding its folder (the operator modules never
+import the registry).  A plugin's operator class is decorated with :func:`register_operator`.
 Kernel modules are not imported here (backends import them lazily), so Triton and Helion can be
 prepared for the device first (:func:`harness.device.prepare_backends`).
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+from types import ModuleType
 
 from harness.operator import PENDING_BACKENDS, BenchmarkOperator
 
@@ -39,9 +41,20 @@ def _load_builtins() -> None:
     _builtins_loaded = True
     import operators
 
-    for module in pkgutil.iter_modules(operators.__path__):
-        if module.ispkg:
-            importlib.import_module(f"operators.{module.name}.operator")
+    for package in pkgutil.iter_modules(operators.__path__):
+        if package.ispkg:
+            register_operator(defined_operator(importlib.import_module(f"operators.{package.name}.operator")))
+
+
+def defined_operator(module: ModuleType) -> type[BenchmarkOperator]:
+    """The one ``BenchmarkOperator`` subclass that ``module`` defines (not merely imports)."""
+    found = [value for value in vars(module).values()
+             if isinstance(value, type) and issubclass(value, BenchmarkOperator)
+             and value.__module__ == module.__name__]
+    if len(found) != 1:
+        raise TypeError(f"{module.__name__} must define one BenchmarkOperator subclass, "
+                        f"found {[cls.__name__ for cls in found]}")
+    return found[0]
 
 
 def operator_names() -> list[str]:

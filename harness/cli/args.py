@@ -7,12 +7,12 @@ one), printed as one line naming the valid choices, with exit status 2.
 from __future__ import annotations
 
 import argparse
-import math
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.operator import Option, finite_number
 from harness.report.results import Record, ResultFileError, read_json
 
 
@@ -35,14 +35,26 @@ def comma_list(text: str) -> list[str]:
     return items
 
 
-def finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from exc
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
+def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse ``type``: its ``ValueError`` message becomes argparse's error."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+finite_float = argparse_type(finite_number)
+
+
+def add_operator_options(group: argparse._ArgumentGroup, options: Sequence[Option]) -> None:
+    """Add an operator's own options to ``group``."""
+    for option in options:
+        group.add_argument(f"--{option.name}", default=option.default, help=option.help,
+                           choices=option.choices, type=argparse_type(option.parse) if option.parse else None)
 
 
 def non_negative_float(text: str) -> float:

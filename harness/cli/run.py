@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from harness.cli.args import UsageError, check_writable, validate_choices
+from harness.cli.args import UsageError, add_operator_options, check_writable, validate_choices
 from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
@@ -40,9 +40,7 @@ def _print_lists(args: argparse.Namespace) -> bool:
         rows = []
         for name in operator_names():
             op = load_operator(name)
-            group = build_parser().add_argument_group(name)
-            op.add_options(group)
-            options = " ".join(action.option_strings[0] for action in group._group_actions)
+            options = " ".join(f"--{option.name}" for option in op.command_line_options)
             summary = next(iter((op.__doc__ or "").strip().splitlines()), "")
             rows.append([name, op.x_val_label, summary, options])
         print(tabulate(rows, headers=["op", "x_val", "what", "options"]))
@@ -78,7 +76,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if first.op:
         validate_choices("op", first.op, names)
     for name in first.op or []:
-        load_operator(name).add_options(parser.add_argument_group(f"{name} options"))
+        group = parser.add_argument_group(f"{name} options")
+        add_operator_options(group, load_operator(name).command_line_options)
     return parser.parse_args(argv)
 
 

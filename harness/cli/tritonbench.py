@@ -15,10 +15,10 @@ import argparse
 import sys
 
 from harness.cli.args import UsageError
+from harness.cli.tritonbench_runner import TritonbenchUsageError, run_tritonbench
 from harness.device import prepare_backends
 from harness.measure.errors import error_line, error_text
 from harness.tritonbench.registration import TritonbenchUnavailable, import_tritonbench, interpreter_problem
-from harness.tritonbench.runner import TritonbenchUsageError, run_tritonbench
 
 TRITONBENCH_DEFAULT_DEVICE = "cuda"
 

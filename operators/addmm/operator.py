@@ -22,9 +22,15 @@ from typing import Any
 
 import torch
 
-from harness.cli.args import finite_float
-from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
-from harness.registry import register_operator
+from harness.operator import (
+    Backend,
+    BenchmarkOperator,
+    Mode,
+    Option,
+    Shape,
+    finite_number,
+    register_benchmark,
+)
 from operators.gemm.operator import (
     CPU_SHAPES,
     CUDA_SHAPES,
@@ -41,7 +47,6 @@ DEFAULT_OPTIONS: dict[str, Any] = {"bias": "1d", "alpha": 1.0, "beta": 1.0}
 Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
-@register_operator
 class AddmmOperator(BenchmarkOperator):
     """Matrix multiplication with a scaled bias; x_val is (M, N, K)."""
 
@@ -51,14 +56,13 @@ class AddmmOperator(BenchmarkOperator):
     compute_bound = True
     review_speedup = 1.1  # cuBLAS is the baseline: more than 10% over it needs a second look
 
-    @classmethod
-    def add_options(cls, parser: Any) -> None:
-        parser.add_argument("--bias", choices=["1d", "2d"], default=DEFAULT_OPTIONS["bias"],
-                            help="bias shape: 1d (N,) broadcast over rows, or 2d (M, N); default 1d")
-        parser.add_argument("--alpha", type=finite_float, default=DEFAULT_OPTIONS["alpha"],
-                            help="scale of mat1 @ mat2 (default 1.0)")
-        parser.add_argument("--beta", type=finite_float, default=DEFAULT_OPTIONS["beta"],
-                            help="scale of bias (default 1.0)")
+    command_line_options = (
+        Option("bias", DEFAULT_OPTIONS["bias"], choices=("1d", "2d"),
+               help="bias shape: 1d (N,) broadcast over rows, or 2d (M, N); default 1d"),
+        Option("alpha", DEFAULT_OPTIONS["alpha"], parse=finite_number,
+               help="scale of mat1 @ mat2 (default 1.0)"),
+        Option("beta", DEFAULT_OPTIONS["beta"], parse=finite_number, help="scale of bias (default 1.0)"),
+    )
 
     def _option(self, name: str) -> Any:
         value = self.options.get(name)

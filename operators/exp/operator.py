@@ -7,14 +7,12 @@ from collections.abc import Callable
 import torch
 
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
-from harness.registry import register_operator
 from operators.skips import interpreter_bf16_skip
 
 CUDA_SIZES = [2**p for p in (12, 16, 20, 24, 26, 28)] + [10_000_019]
 CPU_SIZES = [4096, 65536, 100_003]
 
 
-@register_operator
 class ExpOperator(BenchmarkOperator):
     """Elementwise exponential; x_val is the number of elements."""
 

@@ -38,7 +38,6 @@ from harness.operator import (
     Shape,
     register_benchmark,
 )
-from harness.registry import register_operator
 from operators.skips import interpreter_bf16_skip
 
 CUDA_SHAPES: list[Shape] = [
@@ -109,7 +108,6 @@ def matmul_flops(shape: Shape, mode: Mode) -> int:
     return 2 * m * n * k * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 2, Mode.FWD_BWD: 3}[mode]
 
 
-@register_operator
 class GemmOperator(BenchmarkOperator):
     """Dense matrix multiplication; x_val is (M, N, K)."""
 

@@ -34,7 +34,6 @@ from harness.operator import (
     Shape,
     register_benchmark,
 )
-from harness.registry import register_operator
 from operators.rms_norm import peers
 from operators.skips import interpreter_bf16_skip
 
@@ -55,7 +54,6 @@ def llama_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.T
     return weight * h.to(x.dtype)
 
 
-@register_operator
 class RMSNormOperator(BenchmarkOperator):
     """RMS norm over the last dim; x_val is (M, N)."""
 

@@ -27,16 +27,30 @@ def _module_files() -> dict[str, Path]:
     return files
 
 
-def _imported(node: ast.AST, modules: set[str]) -> list[str]:
-    """The project modules an import statement imports (the most specific module named)."""
+def _imported(node: ast.AST, modules: set[str], importer: str, is_package: bool) -> list[str]:
+    """The project modules an import statement in ``importer`` imports (the most specific
+    module named; relative imports resolved)."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
-    elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-        names = [f"{node.module}.{alias.name}" for alias in node.names]
-        names = [name if name in modules else node.module for name in names]
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = importer.split(".")
+            anchor = parts[:len(parts) - node.level + (1 if is_package else 0)]
+            base = ".".join([*anchor, base] if base else anchor)
+        names = [f"{base}.{alias.name}" for alias in node.names]
+        names = [name if name in modules else base for name in names]
     else:
         return []
     return [name for name in names if name in modules]
+
+
+def _imported_by_name(importer: str, modules: set[str]) -> set[str]:
+    """Modules ``importer`` imports with ``importlib`` by a computed name: the registry imports
+    every ``operators.<name>.operator``."""
+    if importer != "harness.registry":
+        return set()
+    return {name for name in modules if name.startswith("operators.") and name.endswith(".operator")}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -45,9 +59,27 @@ def import_graph() -> dict[str, set[str]]:
     modules = set(files)
     graph = {}
     for name, path in files.items():
+        package = path.name == "__init__.py"
         nodes = ast.walk(ast.parse(path.read_text()))
-        graph[name] = {target for node in nodes for target in _imported(node, modules)} - {name}
+        found = {target for node in nodes for target in _imported(node, modules, name, package)}
+        graph[name] = (found | _imported_by_name(name, modules)) - {name}
     return graph
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph with each module of a harness sub-package (``harness.measure.timing``)
+    collapsed into that sub-package (``harness.measure``) and each operator's modules into
+    ``operators.<name>``; other modules stay themselves."""
+    def node(module: str) -> str:
+        parts = module.split(".")
+        if parts[0] in PACKAGES and len(parts) > 2:
+            return ".".join(parts[:2])
+        return module
+
+    collapsed: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        collapsed.setdefault(node(module), set()).update(node(t) for t in targets)
+    return {name: targets - {name} for name, targets in collapsed.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -76,6 +108,14 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_harness_and_operators_have_no_import_cycle() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_graph_sees_relative_imports_and_the_registry_s_imports_by_name() -> None:
+    modules = set(_module_files())
+    statement = ast.parse("from .strategy import Regime").body[0]
+    importer = "operators.gemm.triton_dispatch"
+    assert _imported(statement, modules, importer, False) == ["operators.gemm.strategy"]
+    assert "operators.addmm.operator" in import_graph()["harness.registry"]
 
 
 def test_the_cycle_finder_finds_a_planted_cycle() -> None:

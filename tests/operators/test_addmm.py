@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.cli.args import add_operator_options
 from harness.operator import Mode, register_benchmark
 from harness.report.results import read_json
 from operators.addmm.operator import AddmmOperator
@@ -92,7 +93,7 @@ def test_bf16_on_cpu_skips_interpreted_backends_with_reason() -> None:
 
 def test_options_come_from_the_command_line_or_default() -> None:
     parser = argparse.ArgumentParser()
-    AddmmOperator.add_options(parser)
+    add_operator_options(parser.add_argument_group("addmm"), AddmmOperator.command_line_options)
     parsed = vars(parser.parse_args(["--bias", "2d", "--alpha", "1.5", "--beta", "-0.5"]))
     op = AddmmOperator("cpu", torch.float32, parsed)
     assert (op.full_bias, op.alpha, op.beta) == (True, 1.5, -0.5)

@@ -10,14 +10,12 @@ runs several operators, or ``--isolate``, in subprocesses.
 from __future__ import annotations
 
 import sys
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
 from harness.tritonbench.adapters import ADAPTERS
 from harness.tritonbench.registration import import_tritonbench, register_with_tritonbench
-
-Namespace = Any
-"""tritonbench's parsed arguments (an ``argparse.Namespace``; only the command line imports argparse)."""
 
 
 class TritonbenchUsageError(Exception):
