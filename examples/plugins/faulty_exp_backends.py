@@ -10,38 +10,39 @@ import atexit
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import torch
 
-from harness.operator import register_benchmark
+from harness.operator import BenchmarkOperator, register_benchmark
 
 
 @register_benchmark(operator="exp")
-def exp_via_exp2(self, x):
+def exp_via_exp2(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     return lambda: torch.exp2(x * 1.4426950408889634)
 
 
 @register_benchmark(operator="exp")
-def kills_itself(self, x):
+def kills_itself(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     def crash():
         os.kill(os.getpid(), signal.SIGKILL)
     return crash
 
 
 @register_benchmark(operator="exp")
-def raises(self, x):
+def raises(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     def fail():
         raise RuntimeError("illegal memory access (simulated)")
     return fail
 
 
 @register_benchmark(operator="exp")
-def wrong_result(self, x):
+def wrong_result(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     return lambda: torch.exp(x) + 1.0
 
 
 @register_benchmark(operator="exp")
-def modifies_input(self, x):
+def modifies_input(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     def scribble():
         x.data.mul_(1.5)
         return torch.exp(x)
@@ -49,14 +50,14 @@ def modifies_input(self, x):
 
 
 @register_benchmark(operator="exp")
-def hangs(self, x):
+def hangs(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     def sleep():
         time.sleep(600)
     return sleep
 
 
 @register_benchmark(operator="exp")
-def fails_in_second_repeat(self, x):
+def fails_in_second_repeat(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Correct for its first 15 calls, then raises: with ``--warmup 0 --rep 0`` a repeat is 11
     calls (an estimate and 10 samples), so the first repeat finishes and a later one fails."""
     calls = 0
@@ -71,7 +72,7 @@ def fails_in_second_repeat(self, x):
 
 
 @register_benchmark(operator="exp")
-def hangs_after_first_call(self, x):
+def hangs_after_first_call(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Right on its first call, then hangs: a hang while timing (``--timeout``)."""
     calls = 0
 
@@ -85,14 +86,14 @@ def hangs_after_first_call(self, x):
 
 
 @register_benchmark(operator="exp")
-def slow_setup(self, x):
+def slow_setup(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Takes 8 s to set up (as a compile would), then runs fast: within ``--startup-timeout``."""
     time.sleep(8)
     return lambda: torch.exp(x)
 
 
 @register_benchmark(operator="exp")
-def poisons_context(self, x):
+def poisons_context(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Fails with the message of a sticky CUDA error, as an out-of-bounds kernel would on a GPU."""
     def fail():
         raise RuntimeError("CUDA error: an illegal memory access was encountered (simulated)")
@@ -100,7 +101,7 @@ def poisons_context(self, x):
 
 
 @register_benchmark(operator="exp")
-def dies_on_rank_1(self, x):
+def dies_on_rank_1(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Kills its process when run by torchrun's rank 1 (a crash in one GPU's kernel)."""
     def call():
         if os.environ.get("RANK") == "1":
@@ -110,7 +111,7 @@ def dies_on_rank_1(self, x):
 
 
 @register_benchmark(operator="exp")
-def hangs_on_rank_1(self, x):
+def hangs_on_rank_1(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Hangs when run by torchrun's rank 1 (a GPU that stops answering)."""
     def call():
         if os.environ.get("RANK") == "1":
@@ -120,7 +121,7 @@ def hangs_on_rank_1(self, x):
 
 
 @register_benchmark(operator="exp")
-def slow_to_exit(self, x):
+def slow_to_exit(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     """Healthy, but its process takes 30 s to exit (as a worker's interpreter shutdown can, after
     torch.compile or Helion): the cell's ``--timeout`` ends with its result, not its exit."""
     atexit.register(time.sleep, 30)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from harness.operator import register_benchmark
+from harness.operator import BenchmarkOperator, register_benchmark
 from operators.compile_support import compiled
 
 
@@ -21,6 +21,6 @@ def _exp_with_a_break(x: torch.Tensor) -> torch.Tensor:
 
 
 @register_benchmark(operator="exp")
-def graph_break(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+def graph_break(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     fn = compiled(_exp_with_a_break)
     return lambda: fn(x)

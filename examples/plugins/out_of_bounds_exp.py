@@ -8,11 +8,13 @@ The sweep must survive it with or without ``--isolate``: the culprit's cell fail
 error, and every other cell, of this shape and the next ones, is still measured and tabled.
 """
 
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
 
-from harness.operator import register_benchmark
+from harness.operator import BenchmarkOperator, register_benchmark
 
 BLOCK_SIZE = 1024
 
@@ -27,7 +29,7 @@ def exp_out_of_bounds_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr)
 
 
 @register_benchmark(operator="exp")
-def writes_out_of_bounds(self, x: torch.Tensor):
+def writes_out_of_bounds(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     y = torch.empty_like(x)
 
     def run() -> torch.Tensor:

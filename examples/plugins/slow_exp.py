@@ -12,14 +12,15 @@ flag exactly that backend's cells.
 
 import math
 import os
+from collections.abc import Callable
 
 import torch
 
-from harness.operator import register_benchmark
+from harness.operator import BenchmarkOperator, register_benchmark
 
 
 @register_benchmark(operator="exp")
-def my_exp(self, x: torch.Tensor):
+def my_exp(self: BenchmarkOperator, x: torch.Tensor) -> Callable[[], torch.Tensor]:
     extra = math.ceil(x.numel() * float(os.environ.get("OPBENCH_EXP_SLOWDOWN", "0")))
     if extra == 0:
         return lambda: torch.exp(x)

@@ -1,4 +1,4 @@
-"""The project's modules form no import cycle and none grows past a readable size.
+"""No import cycle among the modules, and no source file (tests, examples) past a readable size.
 
 The graph is built from the source of ``harness/`` and ``operators/``: every import statement,
 also those inside functions (a lazy import hides a cycle from Python, not from a reader).
@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "operators")
-MAX_LINES = 450
+MAX_LINES = 400
 
 
 def _module_files() -> dict[str, Path]:
@@ -142,7 +142,8 @@ def test_only_the_command_line_imports_argparse_in_the_harness() -> None:
 
 
 def test_no_module_is_over_the_size_limit() -> None:
-    sizes = {name: len(path.read_text().splitlines()) for name, path in _module_files().items()}
+    sources = [*_module_files().values(), *(ROOT / "tests").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in sources}
     too_long = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
     assert not too_long, too_long
 

@@ -1,92 +1,23 @@
-"""``run.py compare``: verdicts of the regression gate on synthetic result files, and bad input.
-
-Each cell's repeats are 7 repeat medians drawn around 1 ms with 0.5% relative noise (a fixed
-seed per file), as ``run.py --repeats 7`` records them on a quiet GPU.  Baseline and current
-draws are independent, like two CI runs.
-"""
+"""``run.py compare``: the regression gate's verdicts on synthetic result files (compare_helpers)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness.cli import main as cli
-from harness.report.results import Record, write_json
-from tests.helpers import run_cli
-
-DEVICE = "NVIDIA H200"
-X_VALS = (4096, 65536, 1048576)
-BACKENDS = ("eager", "triton", "helion", "torch_compile")
-CellId = tuple[str, str]  # (x_val as shown, backend)
-
-
-def sweep(seed: int, scale: dict[str, float] | None = None, noise: dict[str, float] | None = None,
-          ms: float = 1.0, repeats: int = 7) -> list[Record]:
-    """Accuracy and latency records of every (x_val, backend); ``scale`` slows backends down."""
-    rng = np.random.default_rng(seed)
-    records = []
-    for x_val in X_VALS:
-        for backend in BACKENDS:
-            factor = (scale or {}).get(backend, 1.0)
-            medians = ms * factor * rng.normal(1.0, (noise or {}).get(backend, 0.005), repeats)
-            common = dict(op="exp", mode="fwd", dtype="bfloat16", x_val=x_val, backend=backend)
-            records.append(Record(**common, metric="accuracy", value=1.0, unit="bool"))
-            records.append(Record(**common, metric="latency", value=float(np.median(medians)), unit="ms",
-                                  repeats=[float(m) for m in medians]))
-    return records
-
-
-def find(records: list[Record], x_val: int, backend: str, metric: str) -> Record:
-    return next(r for r in records if (r.x_val, r.backend, r.metric) == (x_val, backend, metric))
-
-
-HEADER = {"device": "cuda", "device_name": DEVICE, "git_commit": "0" * 40, "repeats": 7, "options": {},
-          "timer": {"warmup_ms": 25.0, "rep_ms": 100.0, "cudagraph": False},
-          "tolerance": {"rtol": None, "atol": None}, "isolate": False}
-"""A result file's header with everything the gate requires of it."""
-
-
-def write(path: Path, records: list[Record], device: str = DEVICE, **header: object) -> str:
-    write_json(path, {**HEADER, "device_name": device, **header}, records)
-    return str(path)
-
-
-def run_compare(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``run.py compare ARGS`` in-process: (exit status, stdout, stderr)."""
-    try:
-        code = cli.main(["compare", *args])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def markdown_verdicts(text: str) -> dict[CellId, tuple[str, str]]:
-    """(verdict, note) per cell, read from the collapsed all-cells table of the markdown summary."""
-    table = text.split("<details>")[1]
-    verdicts = {}
-    for line in table.splitlines():
-        cols = [c.strip() for c in line.strip("|").split("|")]
-        if len(cols) == 12 and cols[0] == "exp":
-            verdicts[(cols[3], cols[4])] = (cols[10], cols[11])
-    return verdicts
-
-
-def gate(tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: list[Record],
-         current: list[Record], *options: str) -> tuple[int, dict[CellId, tuple[str, str]]]:
-    """Compare two record lists through the command line: (exit status, verdict per cell)."""
-    summary = tmp_path / "summary.md"
-    code, _, err = run_compare(capsys, write(tmp_path / "base.json", baseline),
-                               write(tmp_path / "cur.json", current), "--markdown", str(summary), *options)
-    assert code in (0, 1), err
-    return code, markdown_verdicts(summary.read_text())
-
-
-def backend_verdicts(verdicts: dict[CellId, tuple[str, str]], backend: str) -> set[str]:
-    return {verdict for (_, b), (verdict, _) in verdicts.items() if b == backend}
+from tests.harness.compare_helpers import (
+    BACKENDS,
+    X_VALS,
+    backend_verdicts,
+    find,
+    gate,
+    markdown_verdicts,
+    run_compare,
+    sweep,
+    write,
+)
 
 
 def test_identical_files_are_unchanged_and_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,14 +99,6 @@ def test_a_lost_accuracy_note_is_the_line_that_says_what_went_wrong(
     _, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
     assert verdicts[("4096", "triton")] == (
         "accuracy_lost", "accuracy check failed: CompilationError: NameError: offs is not defined")
-
-
-def test_a_folder_for_markdown_is_refused_before_comparing(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path / "base.json", sweep(seed=1))
-    code, out, err = run_compare(capsys, path, path, "--markdown", str(tmp_path))
-    assert code == 2 and out == ""
-    assert err.strip() == f"run.py: error: {tmp_path} is a folder; give a file name"
 
 
 def test_absent_or_failed_cell_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -263,80 +186,6 @@ def test_markdown_summary_has_headline_and_regression_row(
     assert out.strip().splitlines()[-1] == "gate fails: 3 cell(s) regression"
 
 
-def test_run_py_compare_exits_1_on_regression(tmp_path: Path) -> None:
-    result = run_cli("compare", write(tmp_path / "base.json", sweep(seed=1)),
-                     write(tmp_path / "cur.json", sweep(seed=2, scale={"eager": 1.2})), timeout=120)
-    assert result.returncode == 1, result.stderr
-    assert "3 regression" in result.stdout.splitlines()[-2]
-
-
-def _truncated(path: Path) -> str:
-    text = Path(write(path, sweep(seed=1))).read_text()
-    path.write_text(text[: len(text) // 2])
-    return str(path)
-
-
-def _not_results(path: Path) -> str:
-    path.write_text(json.dumps({"benchmarks": []}))
-    return str(path)
-
-
-@pytest.mark.parametrize(
-    ("make_baseline", "reason"),
-    [
-        (_truncated, "not valid JSON, truncated or corrupt"),
-        (_not_results, "not a result file"),
-        (lambda path: str(path), "cannot read"),
-        (lambda path: write(path, sweep(seed=1), device="NVIDIA H100"), "was measured on 'NVIDIA H100'"),
-    ],
-    ids=["truncated", "not_results", "absent", "other_device"],
-)
-def test_bad_baseline_exits_2_naming_file_and_reason(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], make_baseline, reason: str) -> None:
-    baseline = make_baseline(tmp_path / "base.json")
-    code, out, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)))
-    assert code == 2 and out == ""
-    assert len(err.strip().splitlines()) == 1
-    assert err.startswith(f"run.py: error: baseline {baseline}") and reason in err
-
-
-def test_device_mismatch_can_be_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    baseline = write(tmp_path / "base.json", sweep(seed=1), device="NVIDIA H100")
-    code, _, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)),
-                               "--allow-device-mismatch")
-    assert code == 0, err
-
-
-def test_files_sharing_no_op_mode_dtype_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    current = sweep(seed=2)
-    for record in current:
-        record.mode = "bwd"
-    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
-                               write(tmp_path / "cur.json", current))
-    assert code == 2 and "share no (op, mode, dtype)" in err and "exp/bwd/bfloat16" in err
-
-
-@pytest.mark.parametrize("option", [["--noise", "2"], ["--bootstrap-samples", "ten"], ["--nope"]])
-def test_bad_option_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
-    path = write(tmp_path / "base.json", sweep(seed=1))
-    code, _, err = run_compare(capsys, path, path, *option)
-    assert code == 2 and err.startswith("run.py: error: ") and len(err.strip().splitlines()) == 1
-
-
-def test_runs_with_different_operator_options_are_refused(tmp_path) -> None:
-    from harness.report.results import Record
-    from tests.helpers import run_cli
-
-    record = Record("addmm", "fwd", "bfloat16", [64, 64, 64], "eager", "latency", 1.0, "ms")
-    accuracy = Record("addmm", "fwd", "bfloat16", [64, 64, 64], "eager", "accuracy", 1.0, "bool")
-    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
-    write(base, [record, accuracy], options={"bias": "1d"})
-    write(cur, [record, accuracy], options={"bias": "2d"})
-    result = run_cli("compare", str(base), str(cur))
-    assert result.returncode == 2
-    assert "different options" in result.stderr and len(result.stderr.strip().splitlines()) == 1
-
-
 def test_a_significant_change_inside_a_wide_confidence_interval_is_unchanged(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import harness.compare.verdicts
@@ -345,19 +194,6 @@ def test_a_significant_change_inside_a_wide_confidence_interval_is_unchanged(
     code, verdicts = gate(tmp_path, capsys, sweep(seed=1), sweep(seed=2, scale={"triton": 1.2}))
     assert code == 0
     assert verdicts[("4096", "triton")] == ("unchanged", "beyond threshold, within the interval's run noise")
-
-
-def test_a_cell_given_twice_or_files_with_different_timers_are_bad_input(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    records = sweep(seed=1)
-    twice = write(tmp_path / "twice.json", records + [records[1]])
-    code, _, err = run_compare(capsys, twice, twice)
-    assert code == 2 and "given twice" in err
-    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
-    write(base, records, timer={"warmup_ms": 25.0, "rep_ms": 100.0})
-    write(cur, records, timer={"warmup_ms": 5.0, "rep_ms": 50.0})
-    code, _, err = run_compare(capsys, str(base), str(cur))
-    assert code == 2 and "timer" in err
 
 
 def test_a_noisy_cell_whose_median_doubled_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -392,31 +228,6 @@ def test_a_file_of_mostly_noisy_cells_fails(tmp_path: Path, capsys: pytest.Captu
     assert code == 0
 
 
-@pytest.mark.parametrize("field", ["timer", "device_name", "git_commit", "repeats", "tolerance"])
-def test_a_current_file_without_provenance_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str) -> None:
-    current = tmp_path / "cur.json"
-    write_json(current, {k: v for k, v in HEADER.items() if k != field}, sweep(seed=2))
-    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
-    assert code == 2 and f"no {field} in its header (provenance missing" in err
-
-
-def test_a_current_file_without_accuracy_records_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    current = [r for r in sweep(seed=2) if r.metric != "accuracy"]
-    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
-                               write(tmp_path / "cur.json", current))
-    assert code == 2 and "no accuracy records" in err
-
-
-def test_a_baseline_file_without_accuracy_records_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    baseline = [r for r in sweep(seed=1) if r.metric != "accuracy"]
-    code, _, err = run_compare(capsys, write(tmp_path / "base.json", baseline),
-                               write(tmp_path / "cur.json", sweep(seed=2)))
-    assert code == 2 and "baseline" in err and "no accuracy records" in err
-
-
 def test_a_wrong_current_cell_fails_whatever_its_baseline_said(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The baseline's cell lacks its accuracy record, or was wrong already: a wrong result still fails.
@@ -438,51 +249,6 @@ def test_a_cell_whose_accuracy_record_was_deleted_fails(
     code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
     assert code == 1
     assert verdicts[("4096", "triton")] == ("accuracy_missing", "no accuracy record in current")
-
-
-@pytest.mark.parametrize("value", [float("nan"), -0.5, 0.0, "1.0"])
-def test_malformed_latency_values_are_refused_naming_the_cell(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: object) -> None:
-    current = tmp_path / "cur.json"
-    write(current, sweep(seed=2))
-    payload = json.loads(current.read_text())
-    cell = next(r for r in payload["records"] if r["metric"] == "latency" and r["backend"] == "helion")
-    cell["value"] = value
-    current.write_text(json.dumps(payload))
-    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert f"current {current}: latency of exp/fwd/bfloat16/4096/helion" in err
-    shown = run_cli("show", str(current))
-    assert shown.returncode == 2 and "latency of exp/fwd/bfloat16/4096/helion" in shown.stderr
-
-
-@pytest.mark.parametrize(("field", "value", "says"), [
-    ("repeats", 5, "repeats 5 is not a list"),
-    ("extra", "abc", "extra 'abc' is not an object"),
-    ("extra", {"spread": "x"}, "spread 'x' is not a non-negative number"),
-])
-def test_malformed_latency_fields_are_refused_by_compare_and_show(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, says: str) -> None:
-    current = tmp_path / "cur.json"
-    write(current, sweep(seed=2))
-    payload = json.loads(current.read_text())
-    cell = next(r for r in payload["records"] if r["metric"] == "latency" and r["backend"] == "helion")
-    cell[field] = value
-    current.write_text(json.dumps(payload))
-    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
-    shown = run_cli("show", str(current))
-    assert shown.returncode == 2 and says in shown.stderr and "Traceback" not in shown.stderr
-
-
-def test_malformed_ceilings_in_a_header_are_refused_in_one_line(tmp_path: Path) -> None:
-    current = tmp_path / "cur.json"
-    write(current, sweep(seed=2))
-    payload = json.loads(current.read_text())
-    payload["header"]["ceilings_gbps"] = {"copy": "fast"}
-    current.write_text(json.dumps(payload))
-    shown = run_cli("show", str(current))
-    assert shown.returncode == 2 and "ceilings_gbps" in shown.stderr and "Traceback" not in shown.stderr
 
 
 def test_same_code_a_percent_apart_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -507,12 +273,3 @@ def test_a_baseline_of_several_runs_widens_a_cell_that_moves_between_runs(
     assert code == 0, err
     verdicts = markdown_verdicts(summary.read_text())
     assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"}
-
-
-def test_runs_with_different_tolerances_are_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    records = sweep(seed=1)
-    base = write(tmp_path / "base.json", records)
-    cur = write(tmp_path / "cur.json", records, tolerance={"rtol": 10.0, "atol": None})
-    code, _, err = run_compare(capsys, base, cur)
-    assert code == 2 and "different tolerance" in err

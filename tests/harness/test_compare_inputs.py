@@ -1,0 +1,191 @@
+"""``run.py compare``: the input the gate refuses (bad files, missing provenance or accuracy,
+mismatched runs) and its exit statuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.report.results import Record, write_json
+from tests.harness.compare_helpers import (
+    HEADER,
+    run_compare,
+    sweep,
+    write,
+)
+from tests.helpers import run_cli
+
+
+def test_a_folder_for_markdown_is_refused_before_comparing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "base.json", sweep(seed=1))
+    code, out, err = run_compare(capsys, path, path, "--markdown", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.strip() == f"run.py: error: {tmp_path} is a folder; give a file name"
+
+
+def test_run_py_compare_exits_1_on_regression(tmp_path: Path) -> None:
+    result = run_cli("compare", write(tmp_path / "base.json", sweep(seed=1)),
+                     write(tmp_path / "cur.json", sweep(seed=2, scale={"eager": 1.2})), timeout=120)
+    assert result.returncode == 1, result.stderr
+    assert "3 regression" in result.stdout.splitlines()[-2]
+
+
+def _truncated(path: Path) -> str:
+    text = Path(write(path, sweep(seed=1))).read_text()
+    path.write_text(text[: len(text) // 2])
+    return str(path)
+
+
+def _not_results(path: Path) -> str:
+    path.write_text(json.dumps({"benchmarks": []}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("make_baseline", "reason"),
+    [
+        (_truncated, "not valid JSON, truncated or corrupt"),
+        (_not_results, "not a result file"),
+        (lambda path: str(path), "cannot read"),
+        (lambda path: write(path, sweep(seed=1), device="NVIDIA H100"), "was measured on 'NVIDIA H100'"),
+    ],
+    ids=["truncated", "not_results", "absent", "other_device"],
+)
+def test_bad_baseline_exits_2_naming_file_and_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], make_baseline, reason: str) -> None:
+    baseline = make_baseline(tmp_path / "base.json")
+    code, out, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert err.startswith(f"run.py: error: baseline {baseline}") and reason in err
+
+
+def test_device_mismatch_can_be_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = write(tmp_path / "base.json", sweep(seed=1), device="NVIDIA H100")
+    code, _, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)),
+                               "--allow-device-mismatch")
+    assert code == 0, err
+
+
+def test_files_sharing_no_op_mode_dtype_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = sweep(seed=2)
+    for record in current:
+        record.mode = "bwd"
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
+                               write(tmp_path / "cur.json", current))
+    assert code == 2 and "share no (op, mode, dtype)" in err and "exp/bwd/bfloat16" in err
+
+
+@pytest.mark.parametrize("option", [["--noise", "2"], ["--bootstrap-samples", "ten"], ["--nope"]])
+def test_bad_option_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
+    path = write(tmp_path / "base.json", sweep(seed=1))
+    code, _, err = run_compare(capsys, path, path, *option)
+    assert code == 2 and err.startswith("run.py: error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_runs_with_different_operator_options_are_refused(tmp_path) -> None:
+    from tests.helpers import run_cli
+
+    record = Record("addmm", "fwd", "bfloat16", [64, 64, 64], "eager", "latency", 1.0, "ms")
+    accuracy = Record("addmm", "fwd", "bfloat16", [64, 64, 64], "eager", "accuracy", 1.0, "bool")
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    write(base, [record, accuracy], options={"bias": "1d"})
+    write(cur, [record, accuracy], options={"bias": "2d"})
+    result = run_cli("compare", str(base), str(cur))
+    assert result.returncode == 2
+    assert "different options" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_cell_given_twice_or_files_with_different_timers_are_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    twice = write(tmp_path / "twice.json", records + [records[1]])
+    code, _, err = run_compare(capsys, twice, twice)
+    assert code == 2 and "given twice" in err
+    base, cur = tmp_path / "base.json", tmp_path / "cur.json"
+    write(base, records, timer={"warmup_ms": 25.0, "rep_ms": 100.0})
+    write(cur, records, timer={"warmup_ms": 5.0, "rep_ms": 50.0})
+    code, _, err = run_compare(capsys, str(base), str(cur))
+    assert code == 2 and "timer" in err
+
+
+@pytest.mark.parametrize("field", ["timer", "device_name", "git_commit", "repeats", "tolerance"])
+def test_a_current_file_without_provenance_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str) -> None:
+    current = tmp_path / "cur.json"
+    write_json(current, {k: v for k, v in HEADER.items() if k != field}, sweep(seed=2))
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
+    assert code == 2 and f"no {field} in its header (provenance missing" in err
+
+
+def test_a_current_file_without_accuracy_records_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    current = [r for r in sweep(seed=2) if r.metric != "accuracy"]
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
+                               write(tmp_path / "cur.json", current))
+    assert code == 2 and "no accuracy records" in err
+
+
+def test_a_baseline_file_without_accuracy_records_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = [r for r in sweep(seed=1) if r.metric != "accuracy"]
+    code, _, err = run_compare(capsys, write(tmp_path / "base.json", baseline),
+                               write(tmp_path / "cur.json", sweep(seed=2)))
+    assert code == 2 and "baseline" in err and "no accuracy records" in err
+
+
+@pytest.mark.parametrize("value", [float("nan"), -0.5, 0.0, "1.0"])
+def test_malformed_latency_values_are_refused_naming_the_cell(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: object) -> None:
+    current = tmp_path / "cur.json"
+    write(current, sweep(seed=2))
+    payload = json.loads(current.read_text())
+    cell = next(r for r in payload["records"] if r["metric"] == "latency" and r["backend"] == "helion")
+    cell["value"] = value
+    current.write_text(json.dumps(payload))
+    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"current {current}: latency of exp/fwd/bfloat16/4096/helion" in err
+    shown = run_cli("show", str(current))
+    assert shown.returncode == 2 and "latency of exp/fwd/bfloat16/4096/helion" in shown.stderr
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("repeats", 5, "repeats 5 is not a list"),
+    ("extra", "abc", "extra 'abc' is not an object"),
+    ("extra", {"spread": "x"}, "spread 'x' is not a non-negative number"),
+])
+def test_malformed_latency_fields_are_refused_by_compare_and_show(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, says: str) -> None:
+    current = tmp_path / "cur.json"
+    write(current, sweep(seed=2))
+    payload = json.loads(current.read_text())
+    cell = next(r for r in payload["records"] if r["metric"] == "latency" and r["backend"] == "helion")
+    cell[field] = value
+    current.write_text(json.dumps(payload))
+    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), str(current))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
+    shown = run_cli("show", str(current))
+    assert shown.returncode == 2 and says in shown.stderr and "Traceback" not in shown.stderr
+
+
+def test_malformed_ceilings_in_a_header_are_refused_in_one_line(tmp_path: Path) -> None:
+    current = tmp_path / "cur.json"
+    write(current, sweep(seed=2))
+    payload = json.loads(current.read_text())
+    payload["header"]["ceilings_gbps"] = {"copy": "fast"}
+    current.write_text(json.dumps(payload))
+    shown = run_cli("show", str(current))
+    assert shown.returncode == 2 and "ceilings_gbps" in shown.stderr and "Traceback" not in shown.stderr
+
+
+def test_runs_with_different_tolerances_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    base = write(tmp_path / "base.json", records)
+    cur = write(tmp_path / "cur.json", records, tolerance={"rtol": 10.0, "atol": None})
+    code, _, err = run_compare(capsys, base, cur)
+    assert code == 2 and "different tolerance" in err
