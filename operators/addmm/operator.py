@@ -2,7 +2,8 @@
 
 ``bias`` is a row vector (N,) broadcast over the rows (``--bias 1d``, the default) or a full
 (M, N) matrix (``--bias 2d``); ``--alpha`` and ``--beta`` default to 1.  The Triton and Helion
-backends are the gemm kernels with their fused epilogue (:mod:`operators.gemm`).
+backends are the gemm kernels with their fused epilogue (:mod:`operators.gemm`); the peer
+``quack`` (run when ``--only`` names it) is quack's GEMM (:mod:`operators.gemm.peers`).
 
 Inputs and tolerance follow the gemm operator: ``mat1`` and ``mat2`` are drawn so that the
 product and both of its gradients have the typical magnitude ``T = sqrt(M * N / K)``, and
@@ -31,6 +32,7 @@ from harness.operator import (
     finite_number,
     register_benchmark,
 )
+from operators.gemm import peers
 from operators.gemm.operator import (
     CPU_SHAPES,
     CUDA_SHAPES,
@@ -119,7 +121,8 @@ class AddmmOperator(BenchmarkOperator):
         return matmul_tolerance(self.device, self.dtype, self.expected_magnitude(shape, tensor))
 
     def skip_reason(self, backend: Backend) -> str | None:
-        return interpreter_bf16_skip(self.device, self.dtype, backend)
+        return (interpreter_bf16_skip(self.device, self.dtype, backend)
+                or peers.skip_reason(backend.name, self.device, self.dtype))
 
     @register_benchmark(baseline=True)
     def eager(self, bias: torch.Tensor, mat1: torch.Tensor,
@@ -191,3 +194,11 @@ class AddmmOperator(BenchmarkOperator):
 
         fn = compiled(scaled_addmm, **compile_options(self.device))
         return lambda: fn(bias, mat1, mat2)
+
+    # --- peers: other libraries' kernels (operators/gemm/peers.py), run when --only names them
+    @register_benchmark(enabled=False)
+    def quack(self, bias: torch.Tensor, mat1: torch.Tensor,
+              mat2: torch.Tensor) -> Callable[[], torch.Tensor]:
+        peers.check_quack_shape(mat1, mat2)
+        alpha, beta = self.alpha, self.beta
+        return lambda: peers.addmm(bias, mat1, mat2, alpha, beta)

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import helion
 import helion.language as hl
@@ -51,6 +50,7 @@ import torch
 
 from harness.tuning.configs import BucketPlace, ConfigStore, config_key
 from harness.tuning.launch import call_with_stored_config
+from operators.gemm import autograd
 from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.helion_dispatch import Kernel, Plan, plan
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
@@ -204,56 +204,12 @@ def _addmm_forward(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, a
     return _launch("addmm_2d", mat1, mat2, alpha, beta, full)
 
 
-# ---------------------------------------------------------------------------------------------
-# Autograd
-# ---------------------------------------------------------------------------------------------
-
-
-class MatmulFunction(torch.autograd.Function):
-    """``a @ b``; the backward runs the forward kernel on transposed operands."""
-
-    @staticmethod
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(a, b)
-        return _scaled_matmul(a, b, 1.0)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        a, b = ctx.saved_tensors
-        grad_a = _scaled_matmul(grad, b.T, 1.0) if ctx.needs_input_grad[0] else None
-        grad_b = _scaled_matmul(a.T, grad, 1.0) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
-
-
-class AddmmFunction(torch.autograd.Function):
-    """``beta * bias + alpha * mat1 @ mat2``; alpha is applied in the backward's epilogue."""
-
-    @staticmethod
-    def forward(ctx: Any, bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor,
-                alpha: float, beta: float) -> torch.Tensor:
-        ctx.save_for_backward(mat1, mat2)
-        ctx.bias_shape, ctx.alpha, ctx.beta = bias.shape, alpha, beta
-        return _addmm_forward(bias, mat1, mat2, alpha, beta)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        mat1, mat2 = ctx.saved_tensors
-        grad_bias = grad_mat1 = grad_mat2 = None
-        if ctx.needs_input_grad[0]:
-            grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
-        if ctx.needs_input_grad[1]:
-            grad_mat1 = _scaled_matmul(grad, mat2.T, ctx.alpha)
-        if ctx.needs_input_grad[2]:
-            grad_mat2 = _scaled_matmul(mat1.T, grad, ctx.alpha)
-        return grad_bias, grad_mat1, grad_mat2, None, None
-
-
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for 2-D tensors of one floating dtype, differentiable."""
-    return MatmulFunction.apply(a, b)
+    """``a @ b`` for 2-D tensors of one floating dtype, differentiable (:mod:`operators.gemm.autograd`)."""
+    return autograd.matmul(a, b, fused_matmul)
 
 
 def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float = 1.0,
           beta: float = 1.0) -> torch.Tensor:
-    """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` of shape (N,) or (M, N)."""
-    return AddmmFunction.apply(bias, mat1, mat2, alpha, beta)
+    """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` of shape (N,) or (M, N), differentiable."""
+    return autograd.addmm(bias, mat1, mat2, alpha, beta, fused_matmul)

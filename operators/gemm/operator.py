@@ -1,5 +1,8 @@
 """The gemm operator: out = a @ b for a (M, K) and b (K, N); x_val is (M, N, K).
 
+The peer ``quack`` (quack's GEMM, :mod:`operators.gemm.peers`, also addmm's) runs when
+``--only`` names it, and is skipped with its reason where it cannot run.
+
 Inputs and tolerance.  With ``dy`` of unit variance (drawn by the harness), the output and
 both gradients are sums of products: ``out`` over K, ``grad_a = dy @ b.T`` over N and
 ``grad_b = a.T @ dy`` over M.  Drawing ``a = randn * sqrt(N / K)`` and
@@ -38,6 +41,7 @@ from harness.operator import (
     Shape,
     register_benchmark,
 )
+from operators.gemm import peers
 from operators.skips import interpreter_bf16_skip
 
 CUDA_SHAPES: list[Shape] = [
@@ -138,7 +142,8 @@ class GemmOperator(BenchmarkOperator):
         return matmul_tolerance(self.device, self.dtype, typical_magnitude(*shape))
 
     def skip_reason(self, backend: Backend) -> str | None:
-        return interpreter_bf16_skip(self.device, self.dtype, backend)
+        return (interpreter_bf16_skip(self.device, self.dtype, backend)
+                or peers.skip_reason(backend.name, self.device, self.dtype))
 
     @register_benchmark(baseline=True)
     def eager(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -190,3 +195,9 @@ class GemmOperator(BenchmarkOperator):
 
         fn = compiled(torch.matmul, **compile_options(self.device))
         return lambda: fn(a, b)
+
+    # --- peers: other libraries' kernels (operators/gemm/peers.py), run when --only names them
+    @register_benchmark(enabled=False)
+    def quack(self, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+        peers.check_quack_shape(a, b)
+        return lambda: peers.matmul(a, b)

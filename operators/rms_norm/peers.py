@@ -16,33 +16,22 @@ peer cannot run on a device, before anything is imported.
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
 import torch.nn.functional as F
 
-PEERS_INSTALL = "pip install -e '.[peers]'"
-_PACKAGES = {"liger": ("liger_kernel", "liger-kernel"), "quack": ("quack", "quack-kernels")}
-QUACK_MIN_CAPABILITY = (9, 0)
-QUACK_ALIGNMENT_BYTES = 16
-
-
-def installed(module: str) -> bool:
-    """Whether ``module`` can be found, without importing it."""
-    return importlib.util.find_spec(module) is not None
+from operators import peers_support
 
 
 def skip_reason(peer: str, device: str) -> str | None:
     """Why ``peer`` cannot run on ``device`` (None: it can, or it is no optional peer)."""
-    if peer not in _PACKAGES:
+    if peer == "quack":
+        return peers_support.quack_skip_reason(device)
+    if peer != "liger":
         return None
-    module, package = _PACKAGES[peer]
-    if not installed(module):
-        return f"{package} is not installed ({PEERS_INSTALL})"
-    if peer == "liger" and device != "cuda":
+    if not peers_support.installed("liger_kernel"):
+        return peers_support.not_installed("liger-kernel")
+    if device != "cuda":
         return "liger needs a GPU (its Triton kernels do not run in Triton's CPU interpreter)"
-    if peer == "quack" and (device != "cuda" or torch.cuda.get_device_capability() < QUACK_MIN_CAPABILITY):
-        return "quack needs an sm_90+ GPU"
     return None
 
 
@@ -56,10 +45,7 @@ def liger_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.T
 
 def check_quack_width(x: torch.Tensor) -> None:
     """Refuse rows whose width in bytes is not a multiple of 16, which quack's kernels need."""
-    width = x.shape[-1]
-    if width * x.element_size() % QUACK_ALIGNMENT_BYTES:
-        raise ValueError(f"quack: N must keep {QUACK_ALIGNMENT_BYTES}-byte alignment "
-                         f"(N={width} in {str(x.dtype).removeprefix('torch.')})")
+    peers_support.check_quack_alignment(x.dtype, N=x.shape[-1])
 
 
 def quack_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

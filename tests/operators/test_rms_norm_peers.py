@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from harness.operator import Mode
+from operators import peers_support
 from operators.rms_norm import peers
 from operators.rms_norm.operator import RMSNormOperator
 from tests.helpers import assert_accurate, run_cells
@@ -19,7 +20,7 @@ RUNNING = ["eager", "triton", "torch_rms_norm"]
 
 
 def test_absent_peers_are_skipped_with_their_reason_and_the_others_run(monkeypatch) -> None:
-    monkeypatch.setattr(peers, "installed", lambda module: False)
+    monkeypatch.setattr(peers_support, "installed", lambda module: False)
     op = RMSNormOperator("cpu", torch.float32)
     cells = run_cells(op, Mode.FWD_BWD, SHAPE, ["accuracy", "latency"], [*RUNNING, "liger", "quack"])
     expected = {"liger": "liger-kernel is not installed (pip install -e '.[peers]')",
@@ -32,7 +33,7 @@ def test_absent_peers_are_skipped_with_their_reason_and_the_others_run(monkeypat
 
 
 def test_installed_peers_name_the_device_they_need(monkeypatch) -> None:
-    monkeypatch.setattr(peers, "installed", lambda module: True)
+    monkeypatch.setattr(peers_support, "installed", lambda module: True)
     op = RMSNormOperator("cpu", torch.float32)
     reasons = {b.name: op.skip_reason(b) for b in op.backends()}
     assert reasons["liger"].startswith("liger needs a GPU")

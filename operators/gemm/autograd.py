@@ -1,0 +1,75 @@
+"""The plain ``torch.autograd.Function``s of gemm and addmm, around any backend's fused matmul.
+
+A backend hands in its :class:`FusedMatmul` (Triton's for ``triton_direct``, Helion's, quack's
+for the ``quack`` peer), which is not differentiable; the backward runs it on transposed views,
+with ``alpha`` in its epilogue::
+
+    out       = alpha * mat1 @ mat2 + beta * bias
+    grad_1    = alpha * grad @ mat2.T      grad_2 = alpha * mat1.T @ grad
+    grad_bias = beta * grad                (summed over rows for a row-vector bias)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+
+class FusedMatmul(Protocol):
+    """``alpha * x @ y + beta * bias`` for 2-D ``x`` (M, K) and ``y`` (K, N), ``bias`` None,
+    (N,) or (M, N); without autograd."""
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None = None,
+                 alpha: float = 1.0, beta: float = 1.0) -> torch.Tensor: ...
+
+
+class MatmulFunction(torch.autograd.Function):
+    """``a @ b`` by ``fused``; the backward runs it on transposed operands."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, fused: FusedMatmul) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        ctx.fused = fused
+        return fused(a, b)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        a, b = ctx.saved_tensors
+        grad_a = ctx.fused(grad, b.mT) if ctx.needs_input_grad[0] else None
+        grad_b = ctx.fused(a.mT, grad) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b, None
+
+
+class AddmmFunction(torch.autograd.Function):
+    """``beta * bias + alpha * mat1 @ mat2`` by ``fused``; alpha is applied in the backward's epilogue."""
+
+    @staticmethod
+    def forward(ctx: Any, bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
+                beta: float, fused: FusedMatmul) -> torch.Tensor:
+        ctx.save_for_backward(mat1, mat2)
+        ctx.bias_shape, ctx.alpha, ctx.beta, ctx.fused = bias.shape, alpha, beta, fused
+        return fused(mat1, mat2, bias, alpha, beta)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        mat1, mat2 = ctx.saved_tensors
+        grad_bias = grad_mat1 = grad_mat2 = None
+        if ctx.needs_input_grad[0]:
+            grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
+        if ctx.needs_input_grad[1]:
+            grad_mat1 = ctx.fused(grad, mat2.mT, None, ctx.alpha, 0.0)
+        if ctx.needs_input_grad[2]:
+            grad_mat2 = ctx.fused(mat1.mT, grad, None, ctx.alpha, 0.0)
+        return grad_bias, grad_mat1, grad_mat2, None, None, None
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, fused: FusedMatmul) -> torch.Tensor:
+    """``a @ b`` by ``fused``, differentiable."""
+    return MatmulFunction.apply(a, b, fused)
+
+
+def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float, beta: float,
+          fused: FusedMatmul) -> torch.Tensor:
+    """``beta * bias + alpha * mat1 @ mat2`` by ``fused``, with ``bias`` (N,) or (M, N), differentiable."""
+    return AddmmFunction.apply(bias, mat1, mat2, float(alpha), float(beta), fused)
