@@ -12,7 +12,7 @@ import contextlib
 import enum
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
@@ -120,6 +120,37 @@ def finite_number(text: str) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class TritonbenchCall:
+    """What a tritonbench operator's input tuple becomes: one of our operators, the inputs its
+    backends take, and its options."""
+
+    operator: str
+    inputs: tuple[Any, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype of the first tensor input: the benchmark dtype."""
+        return next(x.dtype for x in self.inputs if isinstance(x, torch.Tensor))
+
+
+@dataclass(frozen=True)
+class TritonbenchAdapter:
+    """How a tritonbench operator's input tuple maps to a :class:`TritonbenchCall`, and how our
+    output is handed back (as is, or in the dict tritonbench's metrics of that operator read)."""
+
+    adapt: Callable[..., TritonbenchCall]
+    output_key: str | None = None
+
+    def wrap(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """``fn`` returning its output in the form tritonbench's operator expects."""
+        if self.output_key is None:
+            return fn
+        key = self.output_key
+        return lambda: {key: fn()}
+
+
 class BenchmarkOperator:
     """Base class of every operator; subclasses fill in the class variables and hooks."""
 
@@ -131,6 +162,8 @@ class BenchmarkOperator:
         torch.bfloat16,
     )
     compute_bound: ClassVar[bool] = False
+    tritonbench_adapters: ClassVar[dict[str, TritonbenchAdapter]] = {}
+    """tritonbench operators (by their name there) whose input tuples this operator computes on."""
     helion_tuning: ClassVar[str | None] = None
     """The module whose ``tuning_jobs(dtype, device)`` and ``CONFIG_PATH`` ``run.py tune`` uses."""
     command_line_options: ClassVar[tuple[Option, ...]] = ()

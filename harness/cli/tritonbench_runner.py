@@ -14,7 +14,7 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from harness.tritonbench.adapters import ADAPTERS
+from harness.tritonbench.adapters import tritonbench_adapters
 from harness.tritonbench.registration import import_tritonbench, register_with_tritonbench
 
 
@@ -73,7 +73,7 @@ def run_tritonbench(argv: list[str]) -> None:
     # get_parser parses sys.argv when given no arguments: always hand it argv.
     tb_args, extra_args = get_parser(argv).parse_known_args(argv)
     op = _single_operator(tb_args)
-    not_loaded = register_with_tritonbench([op]) if op in ADAPTERS else {}
+    not_loaded = register_with_tritonbench([op]) if op in tritonbench_adapters() else {}
     if op in not_loaded:
         raise TritonbenchUsageError(f"tritonbench cannot load its operator {op}: {not_loaded[op]}")
     if tb_args.list_backends or tb_args.list_metrics:

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.device import prepare_backends, uses_interpreter
 from harness.registry import load_operator
-from harness.tritonbench.adapters import ADAPTERS
+from harness.tritonbench.adapters import tritonbench_adapters
 
 BACKENDS: dict[str, str] = {
     "opbench_triton": "triton",
@@ -70,7 +70,7 @@ def backend_callable(tritonbench_op: str, backend: str, device: str,
     problem = interpreter_problem(device)
     if backend in INTERPRETED and problem is not None:
         raise RuntimeError(problem)
-    adapter = ADAPTERS[tritonbench_op]
+    adapter = tritonbench_adapters()[tritonbench_op]
     call = adapter.adapt(*inputs)
     op = load_operator(call.operator)(device, call.dtype, call.options)
     registered = next(b for b in op.backends() if b.name == backend)
@@ -104,7 +104,7 @@ def register_with_tritonbench(operators: Iterable[str] | None = None) -> dict[st
     from tritonbench.utils.triton_op import register_benchmark
 
     not_loaded = {}
-    for name in ADAPTERS if operators is None else operators:
+    for name in tritonbench_adapters() if operators is None else operators:
         try:
             op_class = load_opbench_by_name(name)
         except Exception as exc:  # its module's own imports: any error is the operator's

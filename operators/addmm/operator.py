@@ -29,6 +29,8 @@ from harness.operator import (
     Mode,
     Option,
     Shape,
+    TritonbenchAdapter,
+    TritonbenchCall,
     finite_number,
     register_benchmark,
 )
@@ -49,10 +51,17 @@ DEFAULT_OPTIONS: dict[str, Any] = {"bias": "1d", "alpha": 1.0, "beta": 1.0}
 Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
+def from_tritonbench_addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor) -> TritonbenchCall:
+    """tritonbench's ``addmm`` tuple ``(a, mat1, mat2)``, ``a`` the bias: our ``addmm`` with the
+    full ``(M, N)`` bias (a row ``(N,)`` bias takes the row option)."""
+    return TritonbenchCall("addmm", (bias, mat1, mat2), {"bias": "2d" if bias.dim() == 2 else "1d"})
+
+
 class AddmmOperator(BenchmarkOperator):
     """Matrix multiplication with a scaled bias; x_val is (M, N, K)."""
 
     name = "addmm"
+    tritonbench_adapters = {"addmm": TritonbenchAdapter(from_tritonbench_addmm)}
     helion_tuning = "operators.gemm.helion_tuning"
     x_val_label = "MxNxK"
     compute_bound = True

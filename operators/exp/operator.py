@@ -6,17 +6,34 @@ from collections.abc import Callable
 
 import torch
 
-from harness.operator import Backend, BenchmarkOperator, Mode, Shape, register_benchmark
+from harness.operator import (
+    Backend,
+    BenchmarkOperator,
+    Mode,
+    Shape,
+    TritonbenchAdapter,
+    TritonbenchCall,
+    register_benchmark,
+)
 from operators.skips import interpreter_bf16_skip
 
 CUDA_SIZES = [2**p for p in (12, 16, 20, 24, 26, 28)] + [10_000_019]
 CPU_SIZES = [4096, 65536, 100_003]
 
 
+def from_tritonbench_vector_exp(x: torch.Tensor) -> TritonbenchCall:
+    """tritonbench's ``vector_exp`` tuple ``(x,)``: our ``exp`` (handed back as ``{"output": y}``,
+    the form its metrics read)."""
+    return TritonbenchCall("exp", (x,))
+
+
 class ExpOperator(BenchmarkOperator):
     """Elementwise exponential; x_val is the number of elements."""
 
     name = "exp"
+    tritonbench_adapters = {
+        "vector_exp": TritonbenchAdapter(from_tritonbench_vector_exp, output_key="output"),
+    }
     helion_tuning = "operators.exp.helion_tuning"
     x_val_label = "numel"
 

@@ -39,6 +39,8 @@ from harness.operator import (
     BenchmarkOperator,
     Mode,
     Shape,
+    TritonbenchAdapter,
+    TritonbenchCall,
     register_benchmark,
 )
 from operators.gemm import peers
@@ -112,10 +114,24 @@ def matmul_flops(shape: Shape, mode: Mode) -> int:
     return 2 * m * n * k * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 2, Mode.FWD_BWD: 3}[mode]
 
 
+def from_tritonbench_gemm(a: torch.Tensor, w: torch.Tensor,
+                          bias: torch.Tensor | None = None) -> TritonbenchCall:
+    """tritonbench's ``gemm`` tuple ``(a, w, bias)``: our ``gemm``, or with a row bias ``(N,)``
+    our ``addmm`` with the row bias, ``a @ w + bias``, what its baseline computes."""
+    if bias is None:
+        return TritonbenchCall("gemm", (a, w))
+    n = w.shape[1]
+    if tuple(bias.shape) != (n,):
+        raise ValueError(f"gemm: a bias of shape {tuple(bias.shape)} does not add to N={n} columns "
+                         f"(give --bias {n})")
+    return TritonbenchCall("addmm", (bias, a, w), {"bias": "1d"})
+
+
 class GemmOperator(BenchmarkOperator):
     """Dense matrix multiplication; x_val is (M, N, K)."""
 
     name = "gemm"
+    tritonbench_adapters = {"gemm": TritonbenchAdapter(from_tritonbench_gemm)}
     helion_tuning = "operators.gemm.helion_tuning"
     x_val_label = "MxNxK"
     compute_bound = True

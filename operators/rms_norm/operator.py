@@ -32,6 +32,8 @@ from harness.operator import (
     BenchmarkOperator,
     Mode,
     Shape,
+    TritonbenchAdapter,
+    TritonbenchCall,
     register_benchmark,
 )
 from operators.rms_norm import peers
@@ -54,10 +56,28 @@ def llama_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.T
     return weight * h.to(x.dtype)
 
 
+TRITONBENCH_EPS = 1e-6
+"""The eps of tritonbench's rms_norm, fixed in every version."""
+
+
+def from_tritonbench_rms_norm(hidden: int, x: torch.Tensor,
+                              weight: torch.Tensor | None = None) -> TritonbenchCall:
+    """tritonbench's ``rms_norm`` tuple ``(H, x)`` (each of its backends builds a weight of ones):
+    our ``rms_norm`` on ``(x, ones(H), 1e-6)``, the weight in ``x``'s dtype requiring grad like
+    the ``nn.Parameter`` its baseline builds, so that ``--bwd`` has a gradient to compute when
+    ``x`` needs none; a weight given as a third element is used as it is."""
+    if x.shape[-1] != hidden:
+        raise ValueError(f"rms_norm: H={hidden} but x is {tuple(x.shape)}")
+    if weight is None:
+        weight = torch.ones(hidden, dtype=x.dtype, device=x.device, requires_grad=True)
+    return TritonbenchCall("rms_norm", (x, weight, TRITONBENCH_EPS))
+
+
 class RMSNormOperator(BenchmarkOperator):
     """RMS norm over the last dim; x_val is (M, N)."""
 
     name = "rms_norm"
+    tritonbench_adapters = {"rms_norm": TritonbenchAdapter(from_tritonbench_rms_norm)}
     helion_tuning = "operators.rms_norm.helion_tuning"
     x_val_label = "MxN"
 

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import torch
 
-from harness.tritonbench import adapters
+from harness.operator import TritonbenchCall
+from harness.tritonbench.adapters import tritonbench_adapters
 from harness.tritonbench.registration import (
     BACKENDS,
     TritonbenchUnavailable,
@@ -47,42 +48,50 @@ def _rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> to
 
 def test_vector_exp_takes_x_and_hands_back_the_output_dict_its_metrics_read() -> None:
     x = torch.rand(4096)
-    call = adapters.vector_exp(x)
+    call = tritonbench_adapters()["vector_exp"].adapt(x)
     assert (call.operator, call.inputs, call.options) == ("exp", (x,), {})
-    assert adapters.ADAPTERS["vector_exp"].wrap(lambda: x)() == {"output": x}
+    assert tritonbench_adapters()["vector_exp"].wrap(lambda: x)() == {"output": x}
 
 
 def test_rms_norm_without_a_weight_gets_ones_of_width_h_that_require_grad() -> None:
     x = torch.randn(8, 1024, dtype=torch.float16)
-    call = adapters.rms_norm(1024, x)
+    call = tritonbench_adapters()["rms_norm"].adapt(1024, x)
     assert call.operator == "rms_norm" and call.inputs[0] is x
     weight, eps = call.inputs[1:]
     assert weight.dtype == torch.float16 and weight.requires_grad
     assert torch.equal(weight, torch.ones(1024, dtype=torch.float16))
-    assert eps == adapters.TRITONBENCH_RMS_NORM_EPS == 1e-6
+    assert eps == 1e-6
     given = torch.randn(1024, dtype=torch.float16)
-    assert adapters.rms_norm(1024, x, given).inputs[1] is given
+    assert tritonbench_adapters()["rms_norm"].adapt(1024, x, given).inputs[1] is given
 
 
 def test_rms_norm_refuses_an_h_that_is_not_the_width_of_x() -> None:
     with pytest.raises(ValueError, match=r"H=512 but x is \(8, 1024\)"):
-        adapters.rms_norm(512, torch.randn(8, 1024))
+        tritonbench_adapters()["rms_norm"].adapt(512, torch.randn(8, 1024))
 
 
 def test_gemm_without_bias_is_our_gemm_and_with_a_row_bias_our_addmm() -> None:
     a, w, bias = torch.randn(16, 8), torch.randn(8, 12), torch.randn(12)
-    assert adapters.gemm(a, w, None) == adapters.Call("gemm", (a, w))
-    call = adapters.gemm(a, w, bias)
+    gemm = tritonbench_adapters()["gemm"].adapt
+    assert gemm(a, w, None) == TritonbenchCall("gemm", (a, w))
+    call = gemm(a, w, bias)
     assert (call.operator, call.inputs, call.options) == ("addmm", (bias, a, w), {"bias": "1d"})
     with pytest.raises(ValueError, match=r"does not add to N=12 columns \(give --bias 12\)"):
-        adapters.gemm(a, w, torch.randn(5))
+        gemm(a, w, torch.randn(5))
 
 
 def test_addmm_takes_the_full_bias_first_as_tritonbench_yields_it() -> None:
     bias, mat1, mat2 = torch.randn(16, 12), torch.randn(16, 8), torch.randn(8, 12)
-    call = adapters.addmm(bias, mat1, mat2)
+    addmm = tritonbench_adapters()["addmm"].adapt
+    call = addmm(bias, mat1, mat2)
     assert (call.operator, call.inputs, call.options) == ("addmm", (bias, mat1, mat2), {"bias": "2d"})
-    assert adapters.addmm(torch.randn(12), mat1, mat2).options == {"bias": "1d"}
+    assert addmm(torch.randn(12), mat1, mat2).options == {"bias": "1d"}
+
+
+def test_each_tritonbench_operator_is_adapted_by_the_operator_that_declares_it() -> None:
+    assert {name: adapter.adapt.__module__ for name, adapter in tritonbench_adapters().items()} == {
+        "vector_exp": "operators.exp.operator", "rms_norm": "operators.rms_norm.operator",
+        "gemm": "operators.gemm.operator", "addmm": "operators.addmm.operator"}
 
 
 def test_labels_are_three_of_our_backends_without_a_dash() -> None:
@@ -195,7 +204,7 @@ def test_registration_adds_our_three_labels_to_tritonbench_operators() -> None:
 
     not_loaded = register_with_tritonbench()
     assert set(not_loaded) <= {"addmm"}, not_loaded
-    for name in set(adapters.ADAPTERS) - set(not_loaded):
+    for name in set(tritonbench_adapters()) - set(not_loaded):
         assert set(BACKENDS) <= set(REGISTERED_BENCHMARKS[name])
     assert register_with_tritonbench() == not_loaded, "registering again changes nothing"
 
