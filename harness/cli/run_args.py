@@ -16,9 +16,9 @@ from harness.cli.args import (
     positive_float,
     validate_choices,
 )
+from harness.measure.metrics import DEFAULT_METRICS, METRICS
 from harness.measure.timing import FLUSHES
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.report.metrics import DEFAULT_METRICS, METRICS
 
 EXAMPLES = """examples:
   python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps

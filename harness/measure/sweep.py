@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
+from harness.measure.metrics import METRICS
 from harness.measure.timing import Timer, WallTimer, make_timer
 from harness.operator import BenchmarkOperator, Mode, Shape
-from harness.report.metrics import METRICS
 from harness.settings import RunSettings, TimerSettings
 
 
@@ -64,7 +64,7 @@ class Sweep:
     @property
     def timers(self) -> set[str]:
         """The timers the metrics asked for need: ``device``, ``wall`` (:attr:`Metric.timer
-        <harness.report.metrics.Metric.timer>`)."""
+        <harness.measure.metrics.Metric.timer>`)."""
         return {timer for name in self.settings.metrics if (timer := METRICS[name].timer) is not None}
 
     @property
