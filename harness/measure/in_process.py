@@ -109,7 +109,7 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
             yield name, Measurement(), f"inputs or reference failed: {error_text(exc)}"
         return
     tolerance = sweep.tolerance(shape)
-    timer, wall_timer = sweep.timer(), sweep.wall_timer()
+    timer, wall_timer = sweep.timer("device"), sweep.timer("wall")
     measurements = {name: Measurement() for name in names}
     errors: dict[str, str] = {}
     cells: dict[str, BuiltCell] = {}
