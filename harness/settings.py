@@ -14,6 +14,8 @@ from typing import Any
 
 CUDA_WARMUP_MS, CUDA_REP_MS = 25.0, 100.0
 CPU_WARMUP_MS, CPU_REP_MS = 5.0, 50.0
+TUNE_WARMUP_MS, TUNE_REP_MS = 10.0, 50.0
+"""The budgets ``run.py tune`` times each candidate config with (``--rep`` overrides the second)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.continuation import continue_in_workers, remaining_work
 from harness.measure.errors import ContextLost
+from harness.measure.metrics import METRICS
 from harness.measure.ranks import Rank
 from harness.measure.runner import run_sweep
 from harness.measure.shards import ShardError, deal, parse_shard, restrict
@@ -28,7 +29,6 @@ from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
-from harness.report.metrics import METRICS
 from harness.report.plot import PLOT_METRICS
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line

@@ -16,9 +16,10 @@ from harness.cli.args import (
     positive_float,
     validate_choices,
 )
+from harness.measure.metrics import DEFAULT_METRICS, METRICS
 from harness.measure.timing import FLUSHES
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.report.metrics import DEFAULT_METRICS, METRICS
+from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS
 
 EXAMPLES = """examples:
   python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps
@@ -74,8 +75,10 @@ def build_parser() -> OneLineParser:
         help="comma-separated integers of the operator's x_val; repeatable; replaces the sweep")
     add("--num-inputs", type=int, help="run only the first N shapes (after --input-id)")
     add("--input-id", type=non_negative_int, default=0, help="index of the first shape to run")
-    add("--warmup", type=non_negative_float, help="warm-up budget in ms (default 25 on CUDA, 5 on CPU)")
-    add("--rep", type=non_negative_float, help="measurement budget in ms (default 100 on CUDA, 50 on CPU)")
+    add("--warmup", type=non_negative_float,
+        help=f"warm-up budget in ms (default {CUDA_WARMUP_MS:g} on CUDA, {CPU_WARMUP_MS:g} on CPU)")
+    add("--rep", type=non_negative_float,
+        help=f"measurement budget in ms (default {CUDA_REP_MS:g} on CUDA, {CPU_REP_MS:g} on CPU)")
     add("--cudagraph", action="store_true", help="time replays of a captured CUDA graph")
     add("--l2-flush", choices=FLUSHES, default="clean",
         help="how L2 is flushed before each CUDA sample: clean (a read pass, the default) or dirty "

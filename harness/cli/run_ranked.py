@@ -16,10 +16,10 @@ from harness.measure.ceilings import measure_ceilings
 from harness.measure.continuation import ShapeWork, Supervision, continue_in_workers
 from harness.measure.measurement import Measurement
 from harness.measure.ranks import Gatherer, Rank, RecordStore, select_gpu
+from harness.measure.records import Baseline, cell_records
 from harness.measure.shards import Unit, deal, restrict
 from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES
-from harness.report.records import Baseline, cell_records
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line
 from harness.settings import RunSettings

@@ -15,9 +15,10 @@ import sys
 import torch
 
 from harness.cli.args import OneLineParser, UsageError, validate_choices
-from harness.measure.timing import CudaTimer
+from harness.measure.timing import make_timer
 from harness.operator import DTYPE_NAMES
 from harness.registry import load_operator, operator_names
+from harness.settings import TUNE_REP_MS, TUNE_WARMUP_MS, TimerSettings
 from harness.tuning.configs import save_store
 from harness.tuning.tuner import tune_job
 
@@ -29,7 +30,7 @@ def tune_main(argv: list[str]) -> int:
     parser.add_argument("--op", required=True, help="comma list of operators")
     parser.add_argument("--precision", "--dtype", dest="precision", default="bf16,fp16,fp32",
                         help="comma list of dtypes (default bf16,fp16,fp32)")
-    parser.add_argument("--rep", type=float, default=50.0, help="timing budget per config, ms")
+    parser.add_argument("--rep", type=float, default=TUNE_REP_MS, help="timing budget per config, ms")
     parser.add_argument("--match", default="", help="tune only config keys containing this text")
     args = parser.parse_args(argv)
     ops = [o for o in args.op.split(",") if o]
@@ -38,7 +39,7 @@ def tune_main(argv: list[str]) -> int:
     validate_choices("precision", precisions, list(DTYPE_NAMES))
     if not torch.cuda.is_available():
         raise UsageError("tune needs a GPU (stored configs are per GPU model)")
-    timer = CudaTimer(warmup_ms=10.0, rep_ms=args.rep)
+    timer = make_timer("cuda", TimerSettings(TUNE_WARMUP_MS, args.rep))
     device_name = torch.cuda.get_device_name()
     modules = {op: load_operator(op).helion_tuning for op in operator_names()}
     tunable = [op for op, module in modules.items() if module is not None]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from harness.measure.timing import Timer, make_timer
+from harness.report.traffic import traffic_ceiling
 from harness.settings import TimerSettings
 
 TRAFFIC_PATTERNS = ("copy", "read2_write1", "read")
@@ -31,12 +32,9 @@ class DeviceCeilings:
     traffic_gbps: dict[str, float] = field(default_factory=dict)
 
     def memory_ceiling(self, traffic: dict[str, int] | None) -> float | None:
-        """The bandwidth of a mix of patterns (bytes per pattern): all its bytes over the time
-        they take, each pattern's at its own ceiling.  None when a pattern was not measured."""
-        if not traffic or any(pattern not in self.traffic_gbps for pattern in traffic):
-            return None
-        seconds = sum(nbytes / self.traffic_gbps[pattern] for pattern, nbytes in traffic.items())
-        return sum(traffic.values()) / seconds if seconds > 0 else None
+        """The bandwidth of a mix of patterns (bytes per pattern), :func:`traffic_ceiling` of the
+        measured ones; None when a pattern was not measured."""
+        return traffic_ceiling(traffic, self.traffic_gbps)
 
 
 def measure_ceilings(device: str, dtype: torch.dtype, timer: TimerSettings,

@@ -23,7 +23,7 @@ import torch
 from harness.measure.accuracy import AccuracyResult, compare_all
 from harness.measure.measurement import Measurement
 from harness.measure.notes import collecting
-from harness.measure.timing import Timer, WallTimer, synchronize
+from harness.measure.timing import Timer, synchronize
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
 
 Tolerance = Callable[[str], tuple[float, float]]
@@ -228,7 +228,7 @@ def peak_memory(cell: Cell) -> int:
 
 
 def time_cell(cell: Cell, measurement: Measurement, timer: Timer | None,
-              wall_timer: WallTimer | None = None) -> None:
+              wall_timer: Timer | None = None) -> None:
     """One independent timing of the cell (one repeat) by each timer given, appended to
     ``measurement``: the device timer's first, so the wall timer never runs between its flushes."""
     if timer is not None:

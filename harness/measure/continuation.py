@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.errors import ContextLost, error_line
+from harness.measure.errors import ContextLost
 from harness.measure.measurement import Measurement
+from harness.measure.records import Baseline, cell_records
 from harness.measure.sweep import CellEvent, Sweep
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.report.records import Baseline, cell_records
+from harness.report.error_line import error_line
 from harness.report.results import Record
 from harness.settings import RunSettings
 

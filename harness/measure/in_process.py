@@ -32,11 +32,12 @@ from harness.measure.cell import (
     snapshot,
     time_cell,
 )
-from harness.measure.errors import CONTEXT_LOST_NOTE, ContextLost, context_lost, error_text
+from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
 from harness.measure.profile import profile_cell
 from harness.measure.sweep import Sweep
 from harness.operator import Backend, Shape
+from harness.report.error_line import CONTEXT_LOST_NOTE
 
 CellResult = tuple[str, Measurement, str | None]
 """A finished cell: backend name, its measurement, its error text (None when it ran)."""
@@ -108,7 +109,7 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
             yield name, Measurement(), f"inputs or reference failed: {error_text(exc)}"
         return
     tolerance = sweep.tolerance(shape)
-    timer, wall_timer = sweep.timer(), sweep.wall_timer()
+    timer, wall_timer = sweep.timer("device"), sweep.timer("wall")
     measurements = {name: Measurement() for name in names}
     errors: dict[str, str] = {}
     cells: dict[str, BuiltCell] = {}

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.measure.accuracy import AccuracyResult
-from harness.measure.errors import error_line
 from harness.measure.measurement import Measurement
 from harness.measure.sweep import CellEvent, Sweep
 from harness.measure.timing import SampleStats
 from harness.operator import DTYPE_NAMES, Mode, Shape
+from harness.report.error_line import error_line
 from harness.settings import RunSettings
 
 _ROOT = Path(__file__).resolve().parents[2]

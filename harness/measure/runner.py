@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from harness.measure.errors import ContextLost
 from harness.measure.in_process import CellResult, measure_in_process
 from harness.measure.isolate import measure_isolated
+from harness.measure.records import Baseline, cell_records, skipped_records
 from harness.measure.sweep import Sweep
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
-from harness.report.records import Baseline, cell_records, skipped_records
 from harness.report.results import Record
 
 Emit = Callable[[list[Record]], None]

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.timing import Timer, WallTimer, make_timer
+from harness.measure.metrics import METRICS
+from harness.measure.timing import Timer, make_timer
 from harness.operator import BenchmarkOperator, Mode, Shape
-from harness.report.metrics import METRICS
 from harness.settings import RunSettings, TimerSettings
 
 
@@ -64,7 +64,7 @@ class Sweep:
     @property
     def timers(self) -> set[str]:
         """The timers the metrics asked for need: ``device``, ``wall`` (:attr:`Metric.timer
-        <harness.report.metrics.Metric.timer>`)."""
+        <harness.measure.metrics.Metric.timer>`)."""
         return {timer for name in self.settings.metrics if (timer := METRICS[name].timer) is not None}
 
     @property
@@ -72,18 +72,12 @@ class Sweep:
         """Whether any metric asked for needs the cells timed (else only their checks run)."""
         return bool(self.timers)
 
-    def timer(self) -> Timer | None:
-        """The run's device timer when a metric needs it (one per process and timer settings, so
-        the L2 flush buffer is shared)."""
-        return _timer(self.settings.device, self.settings.timer) if "device" in self.timers else None
-
-    def wall_timer(self) -> WallTimer | None:
-        """The host-time timer when a metric needs it (``walltime``)."""
-        if "wall" not in self.timers:
-            return None
-        return WallTimer(self.settings.device, self.settings.timer.warmup_ms, self.settings.timer.rep_ms)
+    def timer(self, kind: str) -> Timer | None:
+        """The run's timer of ``kind`` (``device`` or ``wall``) when a metric needs it (one per
+        process, kind and timer settings, so the L2 flush buffer is shared)."""
+        return _timer(self.settings.device, self.settings.timer, kind) if kind in self.timers else None
 
 
 @functools.cache
-def _timer(device: str, settings: TimerSettings) -> Timer:
-    return make_timer(device, settings)
+def _timer(device: str, settings: TimerSettings, kind: str) -> Timer:
+    return make_timer(device, settings, kind)

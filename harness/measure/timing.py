@@ -14,7 +14,9 @@ CPU: ``time.perf_counter`` around each call.
 :class:`WallTimer` (the ``walltime`` metric) measures host time instead: batches of calls back to
 back, the device synchronized once at the end of each batch, no flush and no spin kernel.
 
-Warm-up and measurement budgets are in milliseconds, as in ``triton.testing.do_bench``.
+Every timer is built by :func:`make_timer` from the run's :class:`~harness.settings.TimerSettings`
+(warm-up and measurement budgets in milliseconds, as in ``triton.testing.do_bench``; their
+defaults are there).
 """
 
 from __future__ import annotations
@@ -86,21 +88,17 @@ def _sample_count(estimate_ms: float, rep_ms: float) -> int:
 class CudaTimer:
     """Event timing with L2 flushing, optionally replaying a captured CUDA graph."""
 
-    def __init__(self, warmup_ms: float = 25.0, rep_ms: float = 100.0, cudagraph: bool = False,
-                 flush: str = "clean"):
-        if flush not in FLUSHES:
-            raise ValueError(f"unknown L2 flush {flush!r} (valid: {', '.join(FLUSHES)})")
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
-        self.cudagraph = cudagraph
-        self.flush = flush
+    def __init__(self, settings: TimerSettings):
+        if settings.flush not in FLUSHES:
+            raise ValueError(f"unknown L2 flush {settings.flush!r} (valid: {', '.join(FLUSHES)})")
+        self.settings = settings
         self._flush: L2Flusher | None = None
 
     def _flusher(self) -> L2Flusher:
         """The L2 flush run before every sample: a read pass (``clean``) or a write (``dirty``)."""
         if self._flush is None:
             device = torch.device("cuda", torch.cuda.current_device())
-            self._flush = L2Flusher(device, write=self.flush == "dirty")
+            self._flush = L2Flusher(device, write=self.settings.flush == "dirty")
         return self._flush
 
     def _graphed(self, fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], None]:
@@ -120,14 +118,14 @@ class CudaTimer:
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
-        run = self._graphed(fn, setup) if self.cudagraph else fn
+        run = self._graphed(fn, setup) if self.settings.cudagraph else fn
         flush = self._flusher()
         spin = _spin_cycles(run, setup)
         estimate = float(np.median(self._time_calls(run, setup, flush, spin, 5)))
-        warmup = int(min(MAX_SAMPLES, max(1, self.warmup_ms / max(estimate, 1e-6))))
+        warmup = int(min(MAX_SAMPLES, max(1, self.settings.warmup_ms / max(estimate, 1e-6))))
         self._time_calls(run, setup, flush, spin, warmup)
         return SampleStats.of(
-            self._time_calls(run, setup, flush, spin, _sample_count(estimate, self.rep_ms))
+            self._time_calls(run, setup, flush, spin, _sample_count(estimate, self.settings.rep_ms))
         )
 
     @staticmethod
@@ -165,16 +163,15 @@ def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None]) -> int:
 class CpuTimer:
     """Wall-clock timing with ``time.perf_counter``."""
 
-    def __init__(self, warmup_ms: float = 25.0, rep_ms: float = 100.0):
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
+    def __init__(self, settings: TimerSettings):
+        self.settings = settings
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
         estimate = self._time_calls(fn, setup, 1)
-        warmup = int(min(MAX_SAMPLES, self.warmup_ms / max(estimate[0], 1e-6)))
+        warmup = int(min(MAX_SAMPLES, self.settings.warmup_ms / max(estimate[0], 1e-6)))
         self._time_calls(fn, setup, warmup)
-        return SampleStats.of(self._time_calls(fn, setup, _sample_count(estimate[0], self.rep_ms)))
+        return SampleStats.of(self._time_calls(fn, setup, _sample_count(estimate[0], self.settings.rep_ms)))
 
     @staticmethod
     def _time_calls(fn: Callable[[], object], setup: Callable[[], None], count: int) -> list[float]:
@@ -202,18 +199,17 @@ class WallTimer:
     the grads in ``bwd``) runs before each call inside the batch, and its time is included.
     """
 
-    def __init__(self, device: str, warmup_ms: float = 25.0, rep_ms: float = 100.0):
+    def __init__(self, device: str, settings: TimerSettings):
         self.device = device
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
+        self.settings = settings
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
         """Time batches of calls of ``fn``; the statistics are of milliseconds per call."""
         synchronize(self.device)
         estimate = self._batch(fn, setup, 3)
         calls = int(min(MAX_SAMPLES, max(1, WALL_BATCH_MS / max(estimate, 1e-6))))
-        self._batch(fn, setup, int(min(MAX_SAMPLES, max(1, self.warmup_ms / max(estimate, 1e-6)))))
-        count = _sample_count(estimate * calls, self.rep_ms)
+        self._batch(fn, setup, int(min(MAX_SAMPLES, max(1, self.settings.warmup_ms / max(estimate, 1e-6)))))
+        count = _sample_count(estimate * calls, self.settings.rep_ms)
         return SampleStats.of([self._batch(fn, setup, calls) for _ in range(count)])
 
     def _batch(self, fn: Callable[[], object], setup: Callable[[], None], calls: int) -> float:
@@ -226,14 +222,19 @@ class WallTimer:
         return (time.perf_counter() - start) * 1e3 / calls
 
 
-Timer = CudaTimer | CpuTimer
+Timer = CudaTimer | CpuTimer | WallTimer
+TIMER_KINDS = ("device", "wall")
+"""What a metric can be timed by (:attr:`harness.measure.metrics.Metric.timer`)."""
 
 
-def make_timer(device: str, settings: TimerSettings) -> Timer:
-    """The timer for ``device`` (``cudagraph`` applies to CUDA; the command line refuses it elsewhere)."""
-    if device == "cuda":
-        return CudaTimer(settings.warmup_ms, settings.rep_ms, settings.cudagraph, settings.flush)
-    return CpuTimer(settings.warmup_ms, settings.rep_ms)
+def make_timer(device: str, settings: TimerSettings, kind: str = "device") -> Timer:
+    """The timer of ``kind`` for ``device``: ``device`` (CUDA events, or perf_counter on the CPU;
+    ``cudagraph`` applies to CUDA, the command line refuses it elsewhere) or ``wall``."""
+    if kind not in TIMER_KINDS:
+        raise ValueError(f"unknown timer {kind!r} (valid: {', '.join(TIMER_KINDS)})")
+    if kind == "wall":
+        return WallTimer(device, settings)
+    return CudaTimer(settings) if device == "cuda" else CpuTimer(settings)
 
 
 def synchronize(device: str) -> None:

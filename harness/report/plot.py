@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from harness.measure.ceilings import DeviceCeilings
 from harness.operator import BenchmarkOperator, Mode
 from harness.registry import load_operator, operator_names
 from harness.report.results import Record
 from harness.report.table import group_records, options_line, x_label
+from harness.report.traffic import traffic_ceiling
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -76,7 +76,7 @@ def _memory_ceiling(header: dict[str, Any], traffic: dict[str, int]) -> tuple[fl
     measured = header.get("ceilings_gbps")
     if not measured:  # files from before the patterns were measured: the copy is their ceiling
         return header.get("copy_gbps"), "measured copy"
-    ceiling = DeviceCeilings(None, None, None, measured).memory_ceiling(traffic)
+    ceiling = traffic_ceiling(traffic, measured)
     return ceiling, "measured " + "+".join(traffic)
 
 

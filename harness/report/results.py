@@ -28,6 +28,10 @@ from typing import Any
 import torch
 
 SCHEMA_VERSION = 1
+BELOW_FLOOR = "below_physical_floor"
+"""The flag of a record faster than the device's physical floor: kept out of averages and verdicts."""
+REVIEW_SPEEDUP = "review_speedup"
+"""The flag of a speedup above its operator's ``review_speedup``: worth a second look."""
 
 
 @dataclass

@@ -14,10 +14,9 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
-from harness.measure.errors import error_line
 from harness.registry import load_operator, operator_names
-from harness.report.records import BELOW_FLOOR
-from harness.report.results import Record, csv_text
+from harness.report.error_line import error_line
+from harness.report.results import BELOW_FLOOR, Record, csv_text
 
 AVERAGE_NOTE = "average: geometric mean for speedup, arithmetic mean for other metrics"
 

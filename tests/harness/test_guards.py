@@ -8,9 +8,10 @@ import torch
 
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.measurement import Measurement
+from harness.measure.records import Baseline, cell_records
 from harness.measure.timing import SampleStats
 from harness.operator import Mode
-from harness.report.records import BELOW_FLOOR, REVIEW_SPEEDUP, Baseline, cell_records
+from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP
 from harness.report.table import TableData, render
 from operators.exp.operator import ExpOperator
 

@@ -155,3 +155,35 @@ def test_the_command_line_imports_no_kernel_library_before_the_device_is_prepare
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def harness_package(module: str) -> str:
+    """The harness node a module belongs to: its sub-package (``harness.measure``), or itself for a
+    top-level module (``harness.settings``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def harness_package_graph() -> dict[str, set[str]]:
+    """Harness sub-package -> the harness sub-packages its modules import.  ``operators`` is left
+    out: its cycle with the registry is not one between the harness's own jobs."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        if module.startswith("harness."):
+            package = harness_package(module)
+            imported = {harness_package(t) for t in targets if t.startswith("harness.")}
+            graph.setdefault(package, set()).update(imported - {package})
+    return graph
+
+
+def test_the_harness_sub_packages_import_each_other_one_way() -> None:
+    """No sub-package imports one that imports it back, directly or through others (e.g. measuring
+    imports reporting's record types, so reporting never imports measuring)."""
+    cycle = find_cycle(harness_package_graph())
+    assert cycle is None, "import cycle between harness packages: " + " -> ".join(cycle)
+
+
+def test_the_package_graph_collapses_modules_to_their_sub_package() -> None:
+    graph = harness_package_graph()
+    assert harness_package("harness.measure.timing") == "harness.measure"
+    assert harness_package("harness.settings") == "harness.settings"
+    assert "harness.report" in graph["harness.measure"] and "harness.settings" in graph["harness.measure"]

@@ -13,15 +13,24 @@ import torch
 
 from harness.measure import isolate, sweep, timing
 from harness.measure.measurement import Measurement
-from harness.measure.timing import SampleStats, WallTimer
+from harness.measure.timing import SampleStats, make_timer
 from harness.operator import Mode
 from harness.report.results import read_json
+from harness.settings import TimerSettings
 from operators.exp.operator import ExpOperator
 from tests.helpers import run_cells, run_cli
 
 
 def _refuse(*args: object, **kwargs: object) -> None:
     raise AssertionError("the wall timer must not flush L2 or spin the GPU")
+
+
+def _with_device_timer(factory: Callable[[], object]) -> Callable[..., object]:
+    """:func:`~harness.measure.timing.make_timer` with ``factory()`` for the device timer; the wall
+    timer stays the real one."""
+    def make(device: str, settings: TimerSettings, kind: str = "device") -> object:
+        return factory() if kind == "device" else make_timer(device, settings, kind)
+    return make
 
 
 def test_wall_timer_syncs_once_per_batch_and_never_flushes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +41,7 @@ def test_wall_timer_syncs_once_per_batch_and_never_flushes(monkeypatch: pytest.M
     monkeypatch.setattr(timing.L2Flusher, "__call__", _refuse)
     monkeypatch.setattr(torch.cuda, "_sleep", _refuse)
     calls, setups = [], []
-    stats = WallTimer("cuda", warmup_ms=1.0, rep_ms=5.0).measure(
+    stats = make_timer("cuda", TimerSettings(warmup_ms=1.0, rep_ms=5.0), "wall").measure(
         lambda: calls.append(len(syncs)), lambda: setups.append(len(calls)))
     assert 0 < stats.p20 <= stats.p50 <= stats.p80 and math.isfinite(stats.p80)
     assert stats.n >= timing.MIN_SAMPLES
@@ -43,7 +52,8 @@ def test_wall_timer_syncs_once_per_batch_and_never_flushes(monkeypatch: pytest.M
 def test_wall_timer_measures_host_time_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of about 20 calls of 0.5 ms: each sample is a batch's time over its calls."""
     monkeypatch.setattr(timing, "WALL_BATCH_MS", 10.0)
-    stats = WallTimer("cpu", warmup_ms=0.0, rep_ms=50.0).measure(lambda: time.sleep(0.0005))
+    timer = make_timer("cpu", TimerSettings(warmup_ms=0.0, rep_ms=50.0), "wall")
+    stats = timer.measure(lambda: time.sleep(0.0005))
     assert 0.5 <= stats.p50 < 1.5
 
 
@@ -63,7 +73,7 @@ class _FlushingTimer:
 
 def test_walltime_is_measured_apart_from_the_device_timers_flush(monkeypatch: pytest.MonkeyPatch) -> None:
     sweep._timer.cache_clear()
-    monkeypatch.setattr(sweep, "make_timer", lambda device, settings: _FlushingTimer())
+    monkeypatch.setattr(sweep, "make_timer", _with_device_timer(_FlushingTimer))
     try:
         cells = run_cells(ExpOperator("cpu", torch.float32), Mode.FWD, (1000,), ["latency", "walltime"],
                           ["eager"])
@@ -78,7 +88,7 @@ def test_walltime_is_measured_apart_from_the_device_timers_flush(monkeypatch: py
 @pytest.mark.parametrize("mode", [Mode.FWD_NO_GRAD, Mode.BWD], ids=lambda m: m.value)
 def test_walltime_alone_never_builds_the_device_timer(monkeypatch: pytest.MonkeyPatch, mode: Mode) -> None:
     sweep._timer.cache_clear()
-    monkeypatch.setattr(sweep, "make_timer", _refuse)
+    monkeypatch.setattr(sweep, "make_timer", _with_device_timer(_refuse))
     cells = run_cells(ExpOperator("cpu", torch.float32), mode, (1000,), ["walltime", "accuracy"],
                       ["eager", "torch_compile"])
     for backend in ("eager", "torch_compile"):

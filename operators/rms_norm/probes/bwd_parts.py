@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.measure.timing import CudaTimer
+from harness.measure.timing import Timer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.probes.common import (
@@ -29,7 +29,7 @@ from operators.rms_norm.probes.common import (
 SHAPES = ((4096, 4096), (4096, 8192), (4096, 16384), (4096, 32768), (16384, 8192), (32768, 4096))
 
 
-def probe_shape(timer: CudaTimer, m: int, n: int, copy_gbps: float) -> tuple[list[dict], str]:
+def probe_shape(timer: Timer, m: int, n: int, copy_gbps: float) -> tuple[list[dict], str]:
     """Time every part at ``(m, n)``; returns the records and a one-line summary."""
     x, weight, dy, rstd, _, dw_ref = bwd_inputs(m, n)
     plan = impl.bwd_plan(m, n, DTYPE)

@@ -1,7 +1,7 @@
 """What the rms_norm probe scripts share: their arguments, timer, copy bandwidth and result file.
 
 Every probe takes ``--out FILE`` and repeatable ``--shape M,N``, times with the same
-:class:`CudaTimer` settings against the copy bandwidth measured at its start, and rewrites
+timer settings (:data:`PROBE_TIMER`) against the copy bandwidth measured at its start, and rewrites
 its JSON result file after each shape, so a probe stopped early keeps what it finished.
 """
 
@@ -15,13 +15,15 @@ import torch
 
 from harness.device import prepare_backends
 from harness.measure.ceilings import measure_copy_gbps
-from harness.measure.timing import CudaTimer
+from harness.measure.timing import Timer, make_timer
 from harness.settings import TimerSettings
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
 
 DTYPE = torch.bfloat16
 """The dtype every rms_norm probe runs in."""
+PROBE_TIMER = TimerSettings(warmup_ms=5, rep_ms=25)
+"""The budgets every rms_norm probe times with."""
 
 
 def probe_parser(doc: str, default_shapes: str) -> argparse.ArgumentParser:
@@ -37,11 +39,10 @@ def shapes_from(texts: list[str] | None, default: list[tuple[int, int]]) -> list
     return [tuple(map(int, text.split(","))) for text in texts] if texts else list(default)
 
 
-def start_gpu_timing() -> tuple[CudaTimer, float]:
+def start_gpu_timing() -> tuple[Timer, float]:
     """Prepare the CUDA backends; return the probes' timer and the copy bandwidth it measures (GB/s)."""
     prepare_backends("cuda")
-    timer = CudaTimer(warmup_ms=5, rep_ms=25)
-    return timer, measure_copy_gbps("cuda", TimerSettings(timer.warmup_ms, timer.rep_ms))
+    return make_timer("cuda", PROBE_TIMER), measure_copy_gbps("cuda", PROBE_TIMER)
 
 
 def write_records(path: str, records: list[dict]) -> None:
@@ -58,7 +59,7 @@ def fwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
     return x, weight, rstd, x.double() * rstd[:, None] * weight.double()
 
 
-def check_and_time_fwd(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
+def check_and_time_fwd(timer: Timer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
                        nbytes: int) -> dict:
     """Run a forward variant, record its errors against the float64 ``refs`` (``rstd``, ``y``)
     and its time (:func:`_time_checked`); ``call`` returns ``y`` and ``rstd`` (or ``None``
@@ -73,7 +74,7 @@ def check_and_time_fwd(timer: CudaTimer, call, record: dict, refs: tuple[torch.T
     return _time_checked(timer, call, record, errors, nbytes)
 
 
-def time_same_bytes_copy(timer: CudaTimer, record: dict, nbytes: int) -> dict:
+def time_same_bytes_copy(timer: Timer, record: dict, nbytes: int) -> dict:
     """Time a ``dst.copy_(src)`` that reads and writes ``nbytes`` in all, as variant
     ``copy_same_bytes`` of ``record`` (:func:`_time_checked`, unchecked)."""
     src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
@@ -106,7 +107,7 @@ def bwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
     return (x, weight, dy, rstd, *bwd_reference(x, weight, dy))
 
 
-def check_and_time(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
+def check_and_time(timer: Timer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
                    nbytes: int) -> dict:
     """Run a backward variant, record its errors against the float64 ``refs`` and its time
     (:func:`_time_checked`); ``call`` returns ``dx`` and either ``dw`` or the partial ``dw``
@@ -119,7 +120,7 @@ def check_and_time(timer: CudaTimer, call, record: dict, refs: tuple[torch.Tenso
     return _time_checked(timer, call, record, errors, nbytes)
 
 
-def _time_checked(timer: CudaTimer, call, record: dict, errors, nbytes: int) -> dict:
+def _time_checked(timer: Timer, call, record: dict, errors, nbytes: int) -> dict:
     """Run ``call`` once and add ``errors(outputs)`` to ``record`` (unless ``errors`` is
     ``None``), then time it as a share of ``record["copy_gbps"]`` for ``nbytes`` and print a
     line.  ``record`` holds the shape, variant and copy bandwidth (and any ``flush`` or
@@ -143,7 +144,7 @@ def _time_checked(timer: CudaTimer, call, record: dict, errors, nbytes: int) -> 
     return record
 
 
-def time_main_and_whole(timer: CudaTimer, module, inputs: tuple[torch.Tensor, ...], plan,
+def time_main_and_whole(timer: Timer, module, inputs: tuple[torch.Tensor, ...], plan,
                         record: dict) -> list[dict]:
     """Check and time a Triton backward module's main kernels alone and whole (with the
     partial-``dw`` sum) under ``plan``, on ``inputs`` from :func:`bwd_inputs`; ``record``

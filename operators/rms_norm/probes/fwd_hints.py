@@ -13,12 +13,14 @@ looped kernel with hints on its ``y`` stores, which bc65cd0 holds)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
-from harness.measure.timing import CudaTimer
+from harness.measure.timing import make_timer
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
 from operators.rms_norm.probes.common import (
+    PROBE_TIMER,
     check_and_time_fwd,
     fwd_inputs,
     probe_parser,
@@ -34,7 +36,7 @@ SHAPES = ((4096, 8192), (4096, 5120), (4096, 4096), (4096, 16384), (16384, 8192)
 def main() -> None:
     args = probe_parser(__doc__, ", ".join(f"{m}x{n}" for m, n in SHAPES)).parse_args()
     clean_timer, copy_gbps = start_gpu_timing()
-    timer = CudaTimer(clean_timer.warmup_ms, clean_timer.rep_ms, flush="dirty")
+    timer = make_timer("cuda", dataclasses.replace(PROBE_TIMER, flush="dirty"))
     records = []
     for m, n in shapes_from(args.shape, SHAPES):
         x, weight, *refs = fwd_inputs(m, n)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import torch
 import triton
 
-from harness.measure.timing import CudaTimer
+from harness.measure.timing import Timer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.operator import CUDA_SHAPES, EPS
@@ -72,7 +72,7 @@ def helion_fwd(x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor]:
     return (helion_impl.rms_norm(x, weight, EPS),)
 
 
-def copy_ms(timer: CudaTimer, nbytes: int) -> float:
+def copy_ms(timer: Timer, nbytes: int) -> float:
     src = torch.randn(nbytes // 4, device="cuda", dtype=DTYPE)
     dst = torch.empty_like(src)
     return timer.measure(lambda: dst.copy_(src)).p50

@@ -13,18 +13,15 @@ from dataclasses import dataclass
 
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.measurement import Measurement
-from harness.operator import BenchmarkOperator, Mode, Shape
-from harness.report.metrics import (
+from harness.measure.metrics import (
     METRICS,
     CellContext,
     MetricNotApplicable,
     MetricUnavailable,
     Roofline,
 )
-from harness.report.results import Record
-
-BELOW_FLOOR = "below_physical_floor"
-REVIEW_SPEEDUP = "review_speedup"
+from harness.operator import BenchmarkOperator, Mode, Shape
+from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP, Record
 
 
 @dataclass

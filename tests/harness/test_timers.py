@@ -1,0 +1,36 @@
+"""Every timer is built by ``make_timer`` from the run's TimerSettings, whose defaults are the
+only ones: 25/100 ms on CUDA, 5/50 ms on the CPU, shown by ``--help``."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli.run_args import build_parser
+from harness.measure.metrics import METRICS
+from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
+from harness.settings import TimerSettings
+
+
+def test_the_default_budgets_are_per_device_and_overridable() -> None:
+    assert TimerSettings.default("cuda") == TimerSettings(warmup_ms=25.0, rep_ms=100.0)
+    assert TimerSettings.default("cpu") == TimerSettings(warmup_ms=5.0, rep_ms=50.0)
+    assert TimerSettings.default("cpu", rep_ms=7.0) == TimerSettings(warmup_ms=5.0, rep_ms=7.0)
+
+
+def test_make_timer_builds_every_timer_from_the_settings() -> None:
+    settings = TimerSettings(warmup_ms=1.0, rep_ms=2.0)
+    device, wall = make_timer("cpu", settings), make_timer("cpu", settings, "wall")
+    assert isinstance(device, CpuTimer) and device.settings is settings
+    assert isinstance(wall, WallTimer) and wall.settings is settings and wall.device == "cpu"
+    with pytest.raises(ValueError, match="unknown timer 'host'"):
+        make_timer("cpu", settings, "host")
+
+
+def test_every_timed_metric_names_a_timer_make_timer_builds() -> None:
+    assert {m.timer for m in METRICS.values()} - {None} <= set(TIMER_KINDS)
+
+
+def test_the_help_shows_the_default_budgets() -> None:
+    helps = {action.dest: action.help for action in build_parser()._actions}
+    assert helps["warmup"] == "warm-up budget in ms (default 25 on CUDA, 5 on CPU)"
+    assert helps["rep"] == "measurement budget in ms (default 100 on CUDA, 50 on CPU)"
