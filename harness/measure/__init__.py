@@ -1,1 +1,2 @@
-"""Measuring: timers, device ceilings, accuracy checks, one cell, the sweep and its isolated worker."""
+"""Measuring: timers, device ceilings, accuracy checks, one cell, the sweep and its isolated worker,
+the Helion config tuner."""

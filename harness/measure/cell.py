@@ -22,8 +22,8 @@ import torch
 
 from harness.measure.accuracy import AccuracyResult, compare_all
 from harness.measure.measurement import Measurement
-from harness.measure.notes import collecting
 from harness.measure.timing import Timer, synchronize
+from harness.notes import collecting
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
 
 Tolerance = Callable[[str], tuple[float, float]]
@@ -110,7 +110,7 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
                first_call_time: bool = True) -> Cell:
     """Build the backend's callable and make its first call; records the first call's time
     (``first_call_time``: as ``compile_time`` needs it, which in ``bwd`` takes one more forward)
-    and the notes its kernels leave (:mod:`harness.measure.notes`)."""
+    and the notes its kernels leave (:mod:`harness.notes`)."""
     poison_free_blocks(reference, op.dtype)
     start = time.perf_counter()
     with op.track_grad_outputs() as dys, collecting(measurement.notes):

@@ -35,7 +35,7 @@ class Measurement:
     wall_repeats: list[SampleStats] = field(default_factory=list)
     """Host time per call (:class:`~harness.measure.timing.WallTimer`), one per repeat."""
     notes: list[str] = field(default_factory=list)
-    """What the cell's kernels said about how they ran (:mod:`harness.measure.notes`), e.g. on
+    """What the cell's kernels said about how they ran (:mod:`harness.notes`), e.g. on
     which stored config."""
 
     @property

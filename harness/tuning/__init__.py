@@ -1,1 +1,2 @@
-"""Tuning: stored Helion configs, which one a kernel call runs on, and the tuner that writes them."""
+"""Stored Helion configs and which one a kernel call runs on (the tuner that writes them is
+:mod:`harness.measure.tuner`)."""

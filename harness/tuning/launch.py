@@ -8,7 +8,7 @@ be wrong) put over it; ``fixed`` is read on that first call only.  When the firs
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
 one pipeline stage shallower (``num_stages``, then the loops' ``range_num_stages``), down to
 :data:`MIN_STAGES`.  Whatever the call ended up running
-on other than its own stored config is a note for the cell (:mod:`harness.measure.notes`),
+on other than its own stored config is a note for the cell (:mod:`harness.notes`),
 left again on every later call, so every cell that runs the kernel says so.  No search-based
 autotuning happens.  Imported by the kernel modules, after the device is prepared.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import helion
 from triton.runtime.errors import OutOfResources
 
-from harness.measure.notes import add_note
+from harness.notes import add_note
 from harness.tuning.choice import NOTE_PREFIX, choose_config
 from harness.tuning.configs import ConfigStore, load_store
 

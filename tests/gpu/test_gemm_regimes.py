@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from harness.measure.notes import collecting
+from harness.notes import collecting
 from operators.gemm import helion_dispatch, helion_impl, triton_dispatch, triton_impl
 from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
 from operators.gemm.strategy import Regime

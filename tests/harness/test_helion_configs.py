@@ -15,7 +15,7 @@ import helion
 import pytest
 from triton.runtime.errors import OutOfResources
 
-from harness.measure.notes import add_note, collecting
+from harness.notes import add_note, collecting
 from harness.tuning import launch
 from harness.tuning.choice import ConfigChoice, choose_config
 from harness.tuning.configs import BucketPlace, ConfigStore

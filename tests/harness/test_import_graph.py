@@ -66,19 +66,21 @@ def import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The module graph with each module of a harness sub-package (``harness.measure.timing``)
-    collapsed into that sub-package (``harness.measure``) and each operator's modules into
-    ``operators.<name>``; other modules stay themselves."""
-    def node(module: str) -> str:
-        parts = module.split(".")
-        if parts[0] in PACKAGES and len(parts) > 2:
-            return ".".join(parts[:2])
-        return module
+def package_of(module: str) -> str:
+    """The node a module counts as in the package graph: its harness sub-package
+    (``harness.measure``), its operator (``operators.gemm``), a ``probes`` package (a leaf of
+    timing scripts, ``operators.rms_norm.probes``), or itself (``harness.settings``)."""
+    parts = module.split(".")
+    if "probes" in parts:
+        return ".".join(parts[:parts.index("probes") + 1])
+    return ".".join(parts[:2])
 
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module collapsed into :func:`package_of`'s node."""
     collapsed: dict[str, set[str]] = {}
     for module, targets in graph.items():
-        collapsed.setdefault(node(module), set()).update(node(t) for t in targets)
+        collapsed.setdefault(package_of(module), set()).update(package_of(t) for t in targets)
     return {name: targets - {name} for name, targets in collapsed.items()}
 
 
@@ -157,33 +159,19 @@ def test_the_command_line_imports_no_kernel_library_before_the_device_is_prepare
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
-def harness_package(module: str) -> str:
-    """The harness node a module belongs to: its sub-package (``harness.measure``), or itself for a
-    top-level module (``harness.settings``)."""
-    return ".".join(module.split(".")[:2])
+def test_the_packages_import_each_other_one_way() -> None:
+    """No package imports one that imports it back, directly or through others: measuring
+    imports reporting's record types, so reporting never imports measuring; the registry imports
+    the operators, so they never import it."""
+    cycle = find_cycle(package_graph(import_graph()))
+    assert cycle is None, "import cycle between packages: " + " -> ".join(cycle)
 
 
-def harness_package_graph() -> dict[str, set[str]]:
-    """Harness sub-package -> the harness sub-packages its modules import.  ``operators`` is left
-    out: its cycle with the registry is not one between the harness's own jobs."""
-    graph: dict[str, set[str]] = {}
-    for module, targets in import_graph().items():
-        if module.startswith("harness."):
-            package = harness_package(module)
-            imported = {harness_package(t) for t in targets if t.startswith("harness.")}
-            graph.setdefault(package, set()).update(imported - {package})
-    return graph
-
-
-def test_the_harness_sub_packages_import_each_other_one_way() -> None:
-    """No sub-package imports one that imports it back, directly or through others (e.g. measuring
-    imports reporting's record types, so reporting never imports measuring)."""
-    cycle = find_cycle(harness_package_graph())
-    assert cycle is None, "import cycle between harness packages: " + " -> ".join(cycle)
-
-
-def test_the_package_graph_collapses_modules_to_their_sub_package() -> None:
-    graph = harness_package_graph()
-    assert harness_package("harness.measure.timing") == "harness.measure"
-    assert harness_package("harness.settings") == "harness.settings"
-    assert "harness.report" in graph["harness.measure"] and "harness.settings" in graph["harness.measure"]
+def test_the_package_graph_collapses_modules_to_their_package() -> None:
+    assert package_of("harness.measure.timing") == "harness.measure"
+    assert package_of("harness.settings") == "harness.settings"
+    assert package_of("operators.gemm.triton_dispatch") == "operators.gemm"
+    assert package_of("operators.rms_norm.probes.bwd_parts") == "operators.rms_norm.probes"
+    graph = package_graph(import_graph())
+    assert "harness.report" in graph["harness.measure"] and "harness.measure" not in graph["harness.report"]
+    assert "operators.gemm" in graph["harness.registry"]

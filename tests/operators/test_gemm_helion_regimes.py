@@ -17,7 +17,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from harness.measure.notes import collecting  # noqa: E402
+from harness.notes import collecting  # noqa: E402
 from harness.tuning import launch  # noqa: E402
 from harness.tuning.choice import choose_config  # noqa: E402
 from harness.tuning.configs import ConfigStore, config_key, load_store, split_key  # noqa: E402
