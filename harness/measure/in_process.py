@@ -98,124 +98,163 @@ def _failure(reason: str) -> AccuracyResult:
     return AccuracyResult(False, float("nan"), float("nan"), reason)
 
 
+class ShapeRun:
+    """The backends of one shape being measured in this process: their cells, measurements and
+    errors, and the backends whose failure lost the CUDA context."""
+
+    def __init__(self, sweep: Sweep, shape: Shape, names: list[str], given: ShapeInputs):
+        self.sweep, self.shape, self.given = sweep, shape, given
+        self.op, self.mode, self.settings = sweep.op, sweep.mode, sweep.settings
+        self.tolerance = sweep.tolerance(shape)
+        self.timer, self.wall_timer = sweep.timer("device"), sweep.timer("wall")
+        self.measurements = {name: Measurement() for name in names}
+        self.errors: dict[str, str] = {}
+        self.cells: dict[str, BuiltCell] = {}
+        self.lost: list[str] = []
+
+    def failed(self, name: str, text: str) -> None:
+        """Record ``name``'s error; a failure that poisoned the CUDA context ends the shape here."""
+        self.errors[name] = text
+        if context_lost(self.op.device, text):
+            self.errors[name] += f" {CONTEXT_LOST_NOTE}"
+            self.lost.append(name)
+
+    def build(self, name: str, backend: Backend) -> None:
+        """Set the cell up and make its first call, checked against the reference."""
+        given, mode = self.given, self.mode
+        local = backend_inputs(given.inputs, given.diff, mode.needs_grad)
+        before = snapshot(local)
+        try:
+            timed_first_call = "compile_time" in self.settings.metrics
+            cell = build_cell(self.op, backend, local, given.diff, mode, given.reference,
+                              self.measurements[name], first_call_time=timed_first_call)
+            first = compare_cell(self.op, mode, cell.first_outputs, local, given.diff, given.reference,
+                                 self.tolerance)
+            self.cells[name] = BuiltCell(cell, before, [first])
+            self.check_unchanged(self.cells[name])
+            if self.op.device == "cuda" and "peak_mem" in self.settings.metrics:
+                self.measurements[name].peak_mem_bytes = peak_memory(cell)
+        except Exception as exc:  # noqa: BLE001 - any backend failure becomes that cell's error
+            self.cells.pop(name, None)
+            self.failed(name, error_text(exc))
+
+    def check_unchanged(self, built: BuiltCell) -> None:
+        """Note it against the cell if it changed an input or the ``dy`` it was given."""
+        for reason in (changed_inputs(built.before, built.cell.inputs),
+                       self.op.changed_grad_outputs(built.cell.dys)):
+            if reason is not None:
+                built.tampering.append(_failure(reason))
+
+    def time_once(self, name: str) -> None:
+        """One repeat of the cell's timing."""
+        measurement = self.measurements[name]
+        try:
+            time_cell(self.cells[name].cell, measurement, self.timer, self.wall_timer)
+        except Exception as exc:  # noqa: BLE001
+            # A cell whose timing failed in any repeat has no latency: the repeats it finished
+            # would pass for a healthy cell with fewer repeats.
+            measurement.repeats.clear()
+            measurement.wall_repeats.clear()
+            measurement.accuracy = _verdict(self.cells.pop(name))
+            self.failed(name, error_text(exc))
+
+    def finish(self, name: str) -> CellResult:
+        """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""
+        built = self.cells.pop(name, None)
+        measurement = self.measurements[name]
+        if built is not None and self.settings.profiled:
+            self.profile(name, built)
+        if built is not None:
+            self.check_unchanged(built)
+            self.check_on_fresh_inputs(name, built)
+            measurement.accuracy = _verdict(built)
+        return name, measurement, self.errors.get(name)
+
+    def profile(self, name: str, built: BuiltCell) -> None:
+        """The kernels of a few calls, and their trace file under ``--profile DIR``."""
+        trace = None
+        if self.settings.profile_dir is not None:
+            trace = Path(self.settings.profile_dir) / f"{self.sweep.cell_name(self.shape, name)}.json"
+        try:
+            self.measurements[name].kernels = profile_cell(built.cell, self.op.device, trace)
+        except Exception as exc:  # noqa: BLE001
+            self.failed(name, f"profiling failed: {error_text(exc)}")
+
+    def check_on_fresh_inputs(self, name: str, built: BuiltCell) -> None:
+        """A call on the second set of inputs, so that a stale or cached result fails."""
+        given = self.given
+        try:
+            again = check_again(self.op, self.mode, built.cell, given.fresh, given.diff,
+                                given.fresh_reference, self.tolerance)
+        except Exception as exc:  # noqa: BLE001
+            self.failed(name, f"check after timing failed: {error_text(exc)}")
+            return
+        reason = None if again.passed else f"on fresh inputs after timing: {again.reason}"
+        built.checks.append(AccuracyResult(again.passed, again.max_abs_err, again.max_rel_err, reason))
+        built.before = [(i, x) for i, x in enumerate(given.fresh) if isinstance(x, torch.Tensor)]
+        self.check_unchanged(built)
+
+    def end_if_lost(self, done: list[str]) -> None:
+        if self.lost:
+            raise ContextLost(self.lost[0], done, None)
+
+
+def _one_backend_at_a_time(run: ShapeRun, names: list[str],
+                           backends: dict[str, Backend]) -> Iterator[CellResult]:
+    """One repeat, or no timing: each backend built, timed or checked, and finished in turn."""
+    sweep, shape = run.sweep, run.shape
+    done: list[str] = []
+    for name in names:
+        sweep.report(shape, name, "build")
+        run.build(name, backends[name])
+        if name in run.cells:
+            # After the first call: the timing or, untimed, the check on fresh inputs.
+            sweep.report(shape, name, "timing" if sweep.timed else "checking")
+            if sweep.timed:
+                run.time_once(name)
+        done.append(name)
+        yield run.finish(name)
+        run.end_if_lost(done)
+        _release(run.op.device)
+
+
+def _interleaved_repeats(run: ShapeRun, names: list[str],
+                         backends: dict[str, Backend]) -> Iterator[CellResult]:
+    """Every backend built, then timed ``repeats`` times, the backends interleaved in each repeat."""
+    sweep, shape, repeats = run.sweep, run.shape, run.settings.repeats
+    for name in names:
+        sweep.report(shape, name, "build")
+        run.build(name, backends[name])
+        if run.lost:
+            break
+    for repeat in range(repeats if not run.lost else 0):
+        order = names[repeat % len(names):] + names[:repeat % len(names)]
+        for name in order:
+            if name in run.cells and not run.lost:
+                sweep.report(shape, name, f"repeat {repeat + 1}/{repeats}")
+                run.time_once(name)
+    if run.lost:
+        # Cells built in this process cannot be finished in it: only the culprit's error is kept.
+        culprit = run.lost[0]
+        yield culprit, run.measurements[culprit], run.errors[culprit]
+        run.end_if_lost([culprit])
+    results = [run.finish(name) for name in names]
+    _release(run.op.device)
+    yield from results
+    run.end_if_lost(names)
+
+
 def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator[CellResult]:
     """Measure backends ``names`` on one shape in this process, yielding each finished cell."""
-    op, mode, settings = sweep.op, sweep.mode, sweep.settings
-    by_name = {b.name: b for b in op.backends()}
     try:
         given = _shape_inputs(sweep, shape)
     except Exception as exc:  # noqa: BLE001 - reported on every cell of the shape
         for name in names:
             yield name, Measurement(), f"inputs or reference failed: {error_text(exc)}"
         return
-    tolerance = sweep.tolerance(shape)
-    timer, wall_timer = sweep.timer("device"), sweep.timer("wall")
-    measurements = {name: Measurement() for name in names}
-    errors: dict[str, str] = {}
-    cells: dict[str, BuiltCell] = {}
-    lost: list[str] = []
-
-    def failed(name: str, text: str) -> None:
-        """Record ``name``'s error; a failure that poisoned the CUDA context ends the shape here."""
-        errors[name] = text
-        if context_lost(op.device, text):
-            errors[name] += f" {CONTEXT_LOST_NOTE}"
-            lost.append(name)
-
-    def build(name: str, backend: Backend) -> None:
-        local = backend_inputs(given.inputs, given.diff, mode.needs_grad)
-        before = snapshot(local)
-        try:
-            cell = build_cell(op, backend, local, given.diff, mode, given.reference, measurements[name],
-                              first_call_time="compile_time" in settings.metrics)
-            first = compare_cell(op, mode, cell.first_outputs, local, given.diff, given.reference, tolerance)
-            cells[name] = BuiltCell(cell, before, [first])
-            check_unchanged(cells[name])
-            if op.device == "cuda" and "peak_mem" in settings.metrics:
-                measurements[name].peak_mem_bytes = peak_memory(cell)
-        except Exception as exc:  # noqa: BLE001 - any backend failure becomes that cell's error
-            cells.pop(name, None)
-            failed(name, error_text(exc))
-
-    def check_unchanged(built: BuiltCell) -> None:
-        for reason in (changed_inputs(built.before, built.cell.inputs),
-                       op.changed_grad_outputs(built.cell.dys)):
-            if reason is not None:
-                built.tampering.append(_failure(reason))
-
-    def time_once(name: str) -> None:
-        try:
-            time_cell(cells[name].cell, measurements[name], timer, wall_timer)
-        except Exception as exc:  # noqa: BLE001
-            # A cell whose timing failed in any repeat has no latency: the repeats it finished
-            # would pass for a healthy cell with fewer repeats.
-            measurements[name].repeats.clear()
-            measurements[name].wall_repeats.clear()
-            measurements[name].accuracy = _verdict(cells.pop(name))
-            failed(name, error_text(exc))
-
-    def finish(name: str) -> CellResult:
-        """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""
-        built = cells.pop(name, None)
-        if built is not None and settings.profiled:
-            trace = None
-            if settings.profile_dir is not None:
-                trace = Path(settings.profile_dir) / f"{sweep.cell_name(shape, name)}.json"
-            try:
-                measurements[name].kernels = profile_cell(built.cell, op.device, trace)
-            except Exception as exc:  # noqa: BLE001
-                failed(name, f"profiling failed: {error_text(exc)}")
-        if built is not None:
-            check_unchanged(built)
-            try:
-                again = check_again(op, mode, built.cell, given.fresh, given.diff, given.fresh_reference,
-                                    tolerance)
-            except Exception as exc:  # noqa: BLE001
-                failed(name, f"check after timing failed: {error_text(exc)}")
-            else:
-                reason = None if again.passed else f"on fresh inputs after timing: {again.reason}"
-                built.checks.append(AccuracyResult(again.passed, again.max_abs_err, again.max_rel_err,
-                                                   reason))
-                built.before = [(i, x) for i, x in enumerate(given.fresh) if isinstance(x, torch.Tensor)]
-                check_unchanged(built)
-            measurements[name].accuracy = _verdict(built)
-        return name, measurements[name], errors.get(name)
-
-    def end_if_lost(done: list[str]) -> None:
-        if lost:
-            raise ContextLost(lost[0], done, None)
-
-    if settings.repeats == 1 or not sweep.timed:
-        done: list[str] = []
-        for name in names:
-            sweep.report(shape, name, "build")
-            build(name, by_name[name])
-            if name in cells:
-                # After the first call: the timing or, untimed, the check on fresh inputs.
-                sweep.report(shape, name, "timing" if sweep.timed else "checking")
-                if sweep.timed:
-                    time_once(name)
-            done.append(name)
-            yield finish(name)
-            end_if_lost(done)
-            _release(op.device)
-        return
-    for name in names:
-        sweep.report(shape, name, "build")
-        build(name, by_name[name])
-        if lost:
-            break
-    for repeat in range(settings.repeats if not lost else 0):
-        order = names[repeat % len(names):] + names[:repeat % len(names)]
-        for name in order:
-            if name in cells and not lost:
-                sweep.report(shape, name, f"repeat {repeat + 1}/{settings.repeats}")
-                time_once(name)
-    if lost:
-        # Cells built in this process cannot be finished in it: only the culprit's error is kept.
-        yield lost[0], measurements[lost[0]], errors[lost[0]]
-        end_if_lost([lost[0]])
-    results = [finish(name) for name in names]
-    _release(op.device)
-    yield from results
-    end_if_lost(names)
+    run = ShapeRun(sweep, shape, names, given)
+    backends = {b.name: b for b in sweep.op.backends()}
+    if sweep.settings.repeats == 1 or not sweep.timed:
+        yield from _one_backend_at_a_time(run, names, backends)
+    else:
+        yield from _interleaved_repeats(run, names, backends)
