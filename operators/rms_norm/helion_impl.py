@@ -39,7 +39,7 @@ from operators.rms_norm.helion_wide import (
     rms_norm_bwd_shared_rows,
     rms_norm_bwd_stripe,
 )
-from operators.rms_norm.strategy import BwdStrategy, FwdStrategy, bwd_strategy, fwd_strategy
+from operators.rms_norm.strategy import BwdStrategy, FwdStrategy, bwd_strategy, check_inputs, fwd_strategy
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 
@@ -289,14 +289,6 @@ class RMSNormFunction(torch.autograd.Function):
         x, weight, rstd = ctx.saved_tensors
         dx, dw = rms_norm_backward(grad_out, x, weight, rstd)
         return dx, dw, None
-
-
-def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
-    if x.dim() != 2:
-        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
-    if weight.shape != x.shape[1:]:
-        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Which rms_norm strategy a shape takes: one table, shared by the Triton and Helion backends.
+"""Which rms_norm strategy a shape takes: one table, shared by the Triton and Helion backends,
+with the input check of both backends' public functions (:func:`check_inputs`).
 
 A strategy names a regime of shapes.  Each backend maps a strategy to its own kernels:
 ``triton_plans.BWD_PLANS`` to a launch plan, ``helion_impl.BWD_KERNELS`` to kernel names
@@ -136,6 +137,14 @@ BWD_RULES: tuple[Rule, ...] = (
          reason="two passes stream: 57% against 45% re-reading blocks of rows from L2 (probe 2)"),
 )
 """The backward's strategy: the first rule that matches (every shape matches one)."""
+
+
+def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
+    if x.dim() != 2:
+        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
+    if weight.shape != x.shape[1:]:
+        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -28,6 +28,7 @@ import triton.language as tl
 
 from operators.rms_norm import triton_wide
 from operators.rms_norm.custom_ops import define_rms_norm_ops
+from operators.rms_norm.strategy import check_inputs
 from operators.rms_norm.triton_plans import (
     GRID_DEPENDENCY_CONTROL,
     BwdKernel,
@@ -278,14 +279,6 @@ def rms_norm_backward(
 
 
 rms_norm_fwd, rms_norm_bwd = define_rms_norm_ops("opbench", rms_norm_forward, rms_norm_backward)
-
-
-def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
-    if x.dim() != 2:
-        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
-    if weight.shape != x.shape[1:]:
-        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
