@@ -2,9 +2,10 @@
 with the input check of both backends' public functions (:func:`check_inputs`).
 
 A strategy names a regime of shapes.  Each backend maps a strategy to its own kernels:
-``triton_plans.BWD_PLANS`` to a launch plan, ``helion_impl.BWD_KERNELS`` to kernel names
-(whose stored configs are keyed by width).  Where the two backends run different kernels
-for one regime, their mappings say so.  Probe numbers refer to ``results/h200/rms_norm/NOTES.md``.
+``triton_plans.BWD_PLANS`` to a launch plan, ``helion_impl.BWD_KERNELS`` to its kernels (by the
+names their configs are stored under, keyed by width) and how they are launched.  Where the two
+backends run different kernels for one regime, their mappings say so.  Probe numbers refer to
+``results/h200/rms_norm/NOTES.md``.
 """
 
 from __future__ import annotations
