@@ -45,7 +45,7 @@ class BwdStrategy(enum.Enum):
     KEPT_INPUT_FEW_ROWS = "kept_input_few_rows"
     """:attr:`KEPT_INPUT` on too few rows for its fixed grid."""
     ROW_SPLIT = "row_split"
-    """Each row in column parts, one program each, adding up the row sum through share slots."""
+    """Each row in column parts, one program each, adding up the row sum through share cells."""
     ROW_SPLIT_WIDE = "row_split_wide"
     """:attr:`ROW_SPLIT` on rows wider than Helion's row split takes (Helion runs :attr:`TWO_PASS`)."""
     SHARED_ROWS = "shared_rows"

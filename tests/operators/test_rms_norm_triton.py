@@ -132,26 +132,26 @@ def test_only_bf16_keeps_its_input_at_16384_wide():
     assert triton_impl.bwd_plan(4095, 16384, torch.bfloat16).rows_per_program is None
 
 
-def test_row_split_share_slots_carry_each_rows_shares_to_its_sum():
+def test_row_split_share_cells_carry_each_rows_shares_to_its_sum():
     # Three parts publish their shares of rows 0 and 1 (the interpreter runs them one after
-    # another); each row's sum read back from the 64-bit slots is its own shares' sum, sign
-    # and all, with every slot flagged ready.
+    # another); each row's sum read back from the 64-bit cells is its own shares' sum, sign
+    # and all, with every cell flagged ready.
     @triton.jit
-    def publish(slot_ptr, shares_ptr, PARTS: tl.constexpr):
+    def publish(cell_ptr, shares_ptr, PARTS: tl.constexpr):
         part = tl.program_id(0)
         for row in range(2):
-            triton_wide._publish_share(slot_ptr, row, part, tl.load(shares_ptr + row * PARTS + part), PARTS)
+            triton_wide._publish_share(cell_ptr, row, part, tl.load(shares_ptr + row * PARTS + part), PARTS)
 
     @triton.jit
-    def read(slot_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+    def read(cell_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
         row = tl.program_id(0)
-        tl.store(out_ptr + row, triton_wide._row_sum_of_shares(slot_ptr, row, PARTS, SLOTS))
+        tl.store(out_ptr + row, triton_wide._row_sum_of_shares(cell_ptr, row, PARTS, SLOTS))
 
     shares = torch.tensor([[-1.5, 2.25, 1e-3], [4.0, -0.5, 3e-2]])
-    slots, totals = torch.zeros(6, dtype=torch.int64), torch.empty(2)
-    publish[(3,)](slots, shares, PARTS=3)
-    assert ((slots >> 32) == 1).all()
-    read[(2,)](slots, totals, PARTS=3, SLOTS=4)
+    cells, totals = torch.zeros(6, dtype=torch.int64), torch.empty(2)
+    publish[(3,)](cells, shares, PARTS=3)
+    assert ((cells >> 32) == 1).all()
+    read[(2,)](cells, totals, PARTS=3, SLOTS=4)
     torch.testing.assert_close(totals, shares.sum(1), rtol=1e-6, atol=0)
 
 
