@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import helion
@@ -39,7 +40,7 @@ from operators.rms_norm.helion_wide import (
     rms_norm_bwd_shared_rows,
     rms_norm_bwd_stripe,
 )
-from operators.rms_norm.strategy import BwdStrategy, FwdStrategy, bwd_strategy, fwd_strategy
+from operators.rms_norm.strategy import BwdStrategy, FwdStrategy, bwd_strategy, check_inputs, fwd_strategy
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 
@@ -145,20 +146,48 @@ FWD_KERNELS: dict[FwdStrategy, str] = {
 }
 """Helion's forward kernel of each strategy: one kernel, whose stored config decides whether it loops."""
 
-BWD_KERNELS: dict[BwdStrategy, tuple[str, ...]] = {
-    BwdStrategy.ROW_BLOCKS: ("rms_norm_bwd",),  # one row a step, whatever the width
-    BwdStrategy.ONE_ROW: ("rms_norm_bwd",),
-    BwdStrategy.PREFETCH: ("rms_norm_bwd",),  # its stored configs pipeline the row loop instead
-    BwdStrategy.STAGED: ("rms_norm_bwd",),  # pipelined as its stored config says
-    BwdStrategy.WHOLE_ROW: ("rms_norm_bwd",),
-    BwdStrategy.KEPT_INPUT: ("rms_norm_bwd",),  # which keeps bf16 input itself from 8193 wide
-    BwdStrategy.KEPT_INPUT_FEW_ROWS: ("rms_norm_bwd",),  # its grid is sized from the SM count anyway
-    BwdStrategy.ROW_SPLIT: ("rms_norm_bwd_row_split",),
-    BwdStrategy.ROW_SPLIT_WIDE: ("rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"),  # no row split stored
-    BwdStrategy.SHARED_ROWS: ("rms_norm_bwd_shared_rows",),  # each tile of a row reduces it whole
-    BwdStrategy.TWO_PASS: ("rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"),
+
+@dataclass(frozen=True)
+class BwdKernels:
+    """How Helion's backward runs a strategy on ``(dy, x, weight, rstd)``.
+
+    ``names``: its kernels in launch order, by the names their configs are stored under
+    (``rms_norm_dw_sum`` follows them all).  ``sm_grid``: the kernel sizes its grid from the SM
+    count, and :func:`sm_grid` is its last argument.  ``parts_wait``: the kernel's programs wait
+    for each other (parts of a row), so under the CPU interpreter, which runs programs one after
+    another, each row is one part.  ``two_pass``: the row-dot kernel, then the stripe kernel with
+    the first's ``c`` as its last argument.
+    """
+
+    names: tuple[str, ...]
+    sm_grid: bool = False
+    parts_wait: bool = False
+    two_pass: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.names) != 1 + self.two_pass or (self.parts_wait and not self.sm_grid):
+            raise ValueError(f"not a Helion backward: {self}")
+
+
+ONE_PASS_BWD = BwdKernels(("rms_norm_bwd",), sm_grid=True)
+ROW_SPLIT_BWD = BwdKernels(("rms_norm_bwd_row_split",), sm_grid=True, parts_wait=True)
+SHARED_ROWS_BWD = BwdKernels(("rms_norm_bwd_shared_rows",))
+TWO_PASS_BWD = BwdKernels(("rms_norm_bwd_row_dot", "rms_norm_bwd_stripe"), two_pass=True)
+
+BWD_KERNELS: dict[BwdStrategy, BwdKernels] = {
+    BwdStrategy.ROW_BLOCKS: ONE_PASS_BWD,  # one row a step, whatever the width
+    BwdStrategy.ONE_ROW: ONE_PASS_BWD,
+    BwdStrategy.PREFETCH: ONE_PASS_BWD,  # its stored configs pipeline the row loop instead
+    BwdStrategy.STAGED: ONE_PASS_BWD,  # pipelined as its stored config says
+    BwdStrategy.WHOLE_ROW: ONE_PASS_BWD,
+    BwdStrategy.KEPT_INPUT: ONE_PASS_BWD,  # which keeps bf16 input itself from 8193 wide
+    BwdStrategy.KEPT_INPUT_FEW_ROWS: ONE_PASS_BWD,  # its grid is sized from the SM count anyway
+    BwdStrategy.ROW_SPLIT: ROW_SPLIT_BWD,
+    BwdStrategy.ROW_SPLIT_WIDE: TWO_PASS_BWD,  # no row split stored
+    BwdStrategy.SHARED_ROWS: SHARED_ROWS_BWD,  # each tile of a row reduces it whole
+    BwdStrategy.TWO_PASS: TWO_PASS_BWD,
 }
-"""Helion's backward kernels of each strategy, in launch order (``rms_norm_dw_sum`` follows them all)."""
+"""Helion's backward of each strategy."""
 
 MANY_ROWS_CONFIGS = {"rms_norm_dw_sum": (1024, 2048)}
 """Kernels with a second stored config per width for many rows, as ``(from, tuned on)`` rows
@@ -166,13 +195,15 @@ MANY_ROWS_CONFIGS = {"rms_norm_dw_sum": (1024, 2048)}
 width's key plus ``|rows<tuned on>``, when there is one.  The sum's width configs load all 256
 rows they were tuned on at once (22.8 us on 2048 rows, probe 5)."""
 
-SM_GRID_KERNELS = frozenset({"rms_norm_bwd", "rms_norm_bwd_row_split"})
-"""The kernels that size their grid from the SM count: their last argument is :func:`sm_grid`."""
-
 
 def bwd_kernel_names(m: int, n: int, dtype: torch.dtype) -> list[str]:
     """The backward kernels that run an ``(m, n)`` input of ``dtype``, in launch order."""
-    return [*BWD_KERNELS[bwd_strategy(m, n, dtype)], "rms_norm_dw_sum"]
+    return [*BWD_KERNELS[bwd_strategy(m, n, dtype)].names, "rms_norm_dw_sum"]
+
+
+def takes_sm_grid(name: str) -> bool:
+    """Whether kernel ``name`` sizes its grid from the SM count (its last argument is :func:`sm_grid`)."""
+    return any(kernels.sm_grid and name in kernels.names for kernels in BWD_KERNELS.values())
 
 
 def width_bucket(n: int) -> str:
@@ -225,7 +256,7 @@ def _run(name: str, x: torch.Tensor, *args: object) -> object:
 @functools.cache
 def sm_grid(device: torch.device) -> torch.Tensor:
     """An empty tensor with one element per SM of ``device`` (``INTERPRETER_SMS`` on the CPU):
-    the kernels of ``SM_GRID_KERNELS`` size their grid from its length."""
+    the kernels that take it (:attr:`BwdKernels.sm_grid`) size their grid from its length."""
     if device.type != "cuda":
         return torch.empty(INTERPRETER_SMS, dtype=torch.int8, device=device)
     count = torch.cuda.get_device_properties(device).multi_processor_count
@@ -237,14 +268,15 @@ def bwd_partials(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The backward's main kernels for ``x``'s shape: ``dx`` and the fp32 partial ``dw`` rows."""
     args = (grad_out, x, weight, rstd)
-    first = bwd_kernel_names(*x.shape, x.dtype)[0]
-    if first == "rms_norm_bwd_row_dot":
-        return _run("rms_norm_bwd_stripe", x, *args, _run(first, x, *args))
-    if first == "rms_norm_bwd_row_split" and x.device.type != "cuda":
-        return _one_part_row_split(*args, sm_grid(x.device))
-    if first in SM_GRID_KERNELS:
-        return _run(first, x, *args, sm_grid(x.device))
-    return _run(first, x, *args)
+    kernels = BWD_KERNELS[bwd_strategy(*x.shape, x.dtype)]
+    if kernels.two_pass:
+        row_dot, stripe = kernels.names
+        return _run(stripe, x, *args, _run(row_dot, x, *args))
+    (name,) = kernels.names
+    grid = (sm_grid(x.device),) if kernels.sm_grid else ()
+    if kernels.parts_wait and x.device.type != "cuda":
+        return _one_part_a_row(name, *args, *grid)
+    return _run(name, x, *args, *grid)
 
 
 def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -254,10 +286,11 @@ def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor, dtype: torc
     return call_with_stored_config(rms_norm_dw_sum, CONFIG_STORE, keys, dw_partial, weight)
 
 
-def _one_part_row_split(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`rms_norm_bwd_row_split` with each row one part, for the CPU interpreter: its
-    programs run one after another, so a part would wait forever for a later program."""
-    bound = rms_norm_bwd_row_split.bind(args)
+def _one_part_a_row(name: str, *args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kernel ``name``, whose one block size is the part of a row (:func:`rms_norm_bwd_row_split`),
+    with each row one part, for the CPU interpreter: its programs run one after another, so a
+    part would wait forever for a later program."""
+    bound = KERNELS[name].bind(args)
     bound.set_config(helion.Config(block_sizes=[triton.next_power_of_2(args[1].size(1))], num_warps=4))
     return bound(*args)
 
@@ -289,14 +322,6 @@ class RMSNormFunction(torch.autograd.Function):
         x, weight, rstd = ctx.saved_tensors
         dx, dw = rms_norm_backward(grad_out, x, weight, rstd)
         return dx, dw, None
-
-
-def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
-    if x.dim() != 2:
-        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
-    if weight.shape != x.shape[1:]:
-        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

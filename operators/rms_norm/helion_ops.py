@@ -18,7 +18,8 @@ from __future__ import annotations
 import torch
 
 from operators.rms_norm.custom_ops import define_rms_norm_ops
-from operators.rms_norm.helion_impl import check_inputs, rms_norm_backward, rms_norm_forward
+from operators.rms_norm.helion_impl import rms_norm_backward, rms_norm_forward
+from operators.rms_norm.strategy import check_inputs
 
 rms_norm_fwd, rms_norm_bwd = define_rms_norm_ops("opbench_helion", rms_norm_forward, rms_norm_backward)
 

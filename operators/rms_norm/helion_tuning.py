@@ -60,7 +60,7 @@ def tuning_args(
     args = (torch.randn_like(x), x, weight, rstd)
     if kernel_name == "rms_norm_bwd_stripe":
         return (*args, torch.randn(m, dtype=torch.float32, device=device))
-    if kernel_name in helion_impl.SM_GRID_KERNELS:
+    if helion_impl.takes_sm_grid(kernel_name):
         return (*args, helion_impl.sm_grid(torch.device(device)))
     return args
 

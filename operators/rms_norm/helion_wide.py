@@ -2,7 +2,9 @@
 
 Each returns ``dx`` and fp32 partial ``dw`` rows that ``helion_impl.rms_norm_dw_sum`` adds up;
 :data:`operators.rms_norm.helion_impl.BWD_KERNELS` says which shapes take which (probe
-numbers refer to ``results/h200/rms_norm/NOTES.md``).
+numbers refer to ``results/h200/rms_norm/NOTES.md``).  The row split's Triton helpers are source
+strings: helion 1.5.0's ``hl.triton_kernel`` fails on a ``@triton.jit`` object under
+``TRITON_INTERPRET=1`` (``InternalError: argument of type: <class 'function'>``).
 """
 
 from __future__ import annotations
@@ -12,35 +14,36 @@ import helion.language as hl
 import torch
 import triton
 
-SHARE_SLOTS_PER_ROW = 16
-"""Share slots per row in :func:`rms_norm_bwd_row_split`'s exchange: the most parts a row can have."""
+SHARE_CELLS_PER_ROW = 16
+"""Share cells per row in :func:`rms_norm_bwd_row_split`'s exchange: the most parts a row can have,
+fixed in the helpers' source (``tl.arange`` takes a constant); Triton's sizes them from its ``PARTS``."""
 
 ROW_SPLIT_MIN_PART = 4096
 """Narrowest part :func:`rms_norm_bwd_row_split` may tune to: a 32768-wide row has at most 8
-parts, within ``SHARE_SLOTS_PER_ROW`` and any GPU's SMs."""
+parts, within ``SHARE_CELLS_PER_ROW`` and any GPU's SMs."""
 
 TRITON_PUBLISH_SHARE = f"""
 @triton.jit
-def publish_share(slot_ptr, row, part, share, m):
+def publish_share(cell_ptr, row, part, share, m):
     bits = share.to(tl.uint32, bitcast=True).to(tl.int64) | (1 << 32)
-    tl.store(slot_ptr + tl.cast(row, tl.int64) * {SHARE_SLOTS_PER_ROW} + part, bits, mask=row < m)
+    tl.store(cell_ptr + tl.cast(row, tl.int64) * {SHARE_CELLS_PER_ROW} + part, bits, mask=row < m)
 """
 """Triton source (for ``hl.triton_kernel``) that stores a part's share of row ``row``'s sum in
-share slot ``(row, part)`` (rows below ``m`` only): the fp32 bits in the low word and a ready
+share cell ``(row, part)`` (rows below ``m`` only): the fp32 bits in the low word and a ready
 flag in the high word, one 64-bit store, so a reader that sees the flag sees the share."""
 
 TRITON_ROW_SUM_OF_SHARES = f"""
 @triton.jit
-def row_sum_of_shares(slot_ptr, row, parts):
-    slots = tl.arange(0, {SHARE_SLOTS_PER_ROW})
-    ptrs = slot_ptr + tl.cast(row, tl.int64) * {SHARE_SLOTS_PER_ROW} + slots
-    published = tl.load(ptrs, mask=slots < parts, other=1 << 32, volatile=True)
+def row_sum_of_shares(cell_ptr, row, parts):
+    cells = tl.arange(0, {SHARE_CELLS_PER_ROW})
+    ptrs = cell_ptr + tl.cast(row, tl.int64) * {SHARE_CELLS_PER_ROW} + cells
+    published = tl.load(ptrs, mask=cells < parts, other=1 << 32, volatile=True)
     while tl.min(published >> 32, axis=0) == 0:
-        published = tl.load(ptrs, mask=slots < parts, other=1 << 32, volatile=True)
+        published = tl.load(ptrs, mask=cells < parts, other=1 << 32, volatile=True)
     return tl.sum((published & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), axis=0)
 """
-"""Triton source (for ``hl.triton_kernel``) that waits until all ``parts`` share slots of row
-``row`` hold a share, then adds the shares (in slot order, so every part gets the same sum)."""
+"""Triton source (for ``hl.triton_kernel``) that waits until all ``parts`` share cells of row
+``row`` hold a share, then adds the shares (in cell order, so every part gets the same sum)."""
 
 
 @helion.kernel
@@ -54,7 +57,7 @@ def rms_norm_bwd_row_split(
     ``G = len(sm_grid) // parts`` groups of ``parts`` programs, one program per SM at most, so all
     are resident at once on an idle GPU.  Program ``(g, p)`` owns part ``p`` of rows
     ``g, g + G, ...``; the parts of a row add up ``S = sum(dy * w * x)`` through the row's share
-    slots (:data:`TRITON_PUBLISH_SHARE`, :data:`TRITON_ROW_SUM_OF_SHARES`, a fresh zeroed buffer
+    cells (:data:`TRITON_PUBLISH_SHARE`, :data:`TRITON_ROW_SUM_OF_SHARES`, a fresh zeroed buffer
     each call), then ``dx = rstd * (dy * w - xhat * rstd * S / N)`` with ``xhat = x * rstd``, and
     the program's ``sum(dy * xhat)`` lands in its part of row ``g`` of the partial ``dw``.  Each
     share is published a row before it is needed: per step the program loads row ``r + 2G``,
@@ -68,7 +71,7 @@ def rms_norm_bwd_row_split(
     part = hl.register_block_size(min(ROW_SPLIT_MIN_PART, padded), padded)
     parts = helion.cdiv(n, part)
     groups = sm_grid.size(0) // parts
-    share_slots = torch.zeros([m * SHARE_SLOTS_PER_ROW], dtype=torch.int64, device=x.device)
+    share_cells = torch.zeros([m * SHARE_CELLS_PER_ROW], dtype=torch.int64, device=x.device)
     dx = torch.empty_like(x)
     dw_partial = torch.empty([groups, n], dtype=torch.float32, device=x.device)
     for tile_g, tile_p in hl.tile([groups, n], block_size=[1, part]):
@@ -79,17 +82,17 @@ def rms_norm_bwd_row_split(
         x_cur = hl.load(x, [g, tile_p], extra_mask=g < m)
         dy_cur = hl.load(grad_out, [g, tile_p], extra_mask=g < m)
         share = (dy_cur.to(torch.float32) * w * x_cur.to(torch.float32)).sum(-1)
-        hl.triton_kernel(TRITON_PUBLISH_SHARE, args=(share_slots, g, part_id, share, m), output_like=None)
+        hl.triton_kernel(TRITON_PUBLISH_SHARE, args=(share_cells, g, part_id, share, m), output_like=None)
         x_next = hl.load(x, [g + groups, tile_p], extra_mask=(g + groups) < m)
         dy_next = hl.load(grad_out, [g + groups, tile_p], extra_mask=(g + groups) < m)
         for row in hl.grid(g, m, groups):
             x_after = hl.load(x, [row + 2 * groups, tile_p], extra_mask=(row + 2 * groups) < m)
             dy_after = hl.load(grad_out, [row + 2 * groups, tile_p], extra_mask=(row + 2 * groups) < m)
             share_next = (dy_next.to(torch.float32) * w * x_next.to(torch.float32)).sum(-1)
-            hl.triton_kernel(TRITON_PUBLISH_SHARE, args=(share_slots, row + groups, part_id, share_next, m),
+            hl.triton_kernel(TRITON_PUBLISH_SHARE, args=(share_cells, row + groups, part_id, share_next, m),
                              output_like=None)
             rstd_row = rstd[row]
-            row_sum = hl.triton_kernel(TRITON_ROW_SUM_OF_SHARES, args=(share_slots, row, parts),
+            row_sum = hl.triton_kernel(TRITON_ROW_SUM_OF_SHARES, args=(share_cells, row, parts),
                                        output_like=share)
             xhat = x_cur.to(torch.float32) * rstd_row
             dy_row = dy_cur.to(torch.float32)

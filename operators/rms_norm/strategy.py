@@ -1,9 +1,11 @@
-"""Which rms_norm strategy a shape takes: one table, shared by the Triton and Helion backends.
+"""Which rms_norm strategy a shape takes: one table, shared by the Triton and Helion backends,
+with the input check of both backends' public functions (:func:`check_inputs`).
 
 A strategy names a regime of shapes.  Each backend maps a strategy to its own kernels:
-``triton_plans.BWD_PLANS`` to a launch plan, ``helion_impl.BWD_KERNELS`` to kernel names
-(whose stored configs are keyed by width).  Where the two backends run different kernels
-for one regime, their mappings say so.  Probe numbers refer to ``results/h200/rms_norm/NOTES.md``.
+``triton_plans.BWD_PLANS`` to a launch plan, ``helion_impl.BWD_KERNELS`` to its kernels (by the
+names their configs are stored under, keyed by width) and how they are launched.  Where the two
+backends run different kernels for one regime, their mappings say so.  Probe numbers refer to
+``results/h200/rms_norm/NOTES.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class BwdStrategy(enum.Enum):
     KEPT_INPUT_FEW_ROWS = "kept_input_few_rows"
     """:attr:`KEPT_INPUT` on too few rows for its fixed grid."""
     ROW_SPLIT = "row_split"
-    """Each row in column parts, one program each, adding up the row sum through share slots."""
+    """Each row in column parts, one program each, adding up the row sum through share cells."""
     ROW_SPLIT_WIDE = "row_split_wide"
     """:attr:`ROW_SPLIT` on rows wider than Helion's row split takes (Helion runs :attr:`TWO_PASS`)."""
     SHARED_ROWS = "shared_rows"
@@ -109,11 +111,11 @@ BWD_RULES: tuple[Rule, ...] = (
     Rule(BwdStrategy.ROW_BLOCKS, widths=(1, 512),
          reason="narrow rows: a block of rows gives each step 2048 values or more"),
     Rule(BwdStrategy.ONE_ROW, widths=(1024, 2048),
-         reason="Helion's geometry, one row a step: 36% of copy to Triton's 18% at 4096x1024 (issue 15)"),
+         reason="Helion's geometry, one row a step: 31.8 -> 16.5 us at 4096x1024 (prediction 27)"),
     Rule(BwdStrategy.PREFETCH, widths=(4096, 4096), n_multiple_of=16,
          reason="one program per SM keeps DRAM busy loading its next row (probe 7); stages lost (probe 23)"),
     Rule(BwdStrategy.ONE_ROW, widths=(4096, 4096), dtypes=Dtypes.SIXTEEN_BIT,
-         reason="no 16-byte loads: Helion's geometry, 33.5 us to 49.2 at 3000x3001 (prediction 29)"),
+         reason="no 16-byte loads: Helion's geometry, 49.2 -> 26.1 us at 3000x3001 (prediction 29)"),
     Rule(BwdStrategy.PREFETCH, widths=(4096, 4096),
          reason="fp32 rows of other widths: as the aligned ones until measured"),
     Rule(BwdStrategy.PREFETCH, widths=(8192, 8192), dtypes=Dtypes.THIRTY_TWO_BIT,
@@ -136,6 +138,14 @@ BWD_RULES: tuple[Rule, ...] = (
          reason="two passes stream: 57% against 45% re-reading blocks of rows from L2 (probe 2)"),
 )
 """The backward's strategy: the first rule that matches (every shape matches one)."""
+
+
+def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
+    if x.dim() != 2:
+        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
+    if weight.shape != x.shape[1:]:
+        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
 
 
 @functools.lru_cache(maxsize=1024)

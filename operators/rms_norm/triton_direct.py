@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from operators.rms_norm.triton_impl import check_inputs, rms_norm_backward, rms_norm_forward
+from operators.rms_norm.strategy import check_inputs
+from operators.rms_norm.triton_impl import rms_norm_backward, rms_norm_forward
 
 
 class RMSNormFunction(torch.autograd.Function):

@@ -28,6 +28,7 @@ import triton.language as tl
 
 from operators.rms_norm import triton_wide
 from operators.rms_norm.custom_ops import define_rms_norm_ops
+from operators.rms_norm.strategy import check_inputs
 from operators.rms_norm.triton_plans import (
     GRID_DEPENDENCY_CONTROL,
     BwdKernel,
@@ -165,17 +166,14 @@ def launch_fwd(
         _rms_norm_fwd_looped_kernel[(m,)](x, weight, y, rstd, eps, N=n, CHUNK=plan.chunk,
                                           NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
         return y, rstd
-    meta = dict(BLOCK_M=plan.block_m, BLOCK_N=triton.next_power_of_2(n),
-                NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
-    args = (x, weight, y, rstd, m, n, eps)
-    row_blocks = triton.cdiv(m, plan.block_m)
-    programs = (persistent_grid(_rms_norm_fwd_kernel, args, meta, x.device, row_blocks)
-                if plan.persistent else row_blocks)
-    _rms_norm_fwd_kernel[(programs,)](*args, **meta)
+    _rms_norm_fwd_kernel[(triton.cdiv(m, plan.block_m),)](
+        x, weight, y, rstd, m, n, eps, BLOCK_M=plan.block_m, BLOCK_N=triton.next_power_of_2(n),
+        NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+    )
     return y, rstd
 
 
-def sum_rows_tile(rows: int) -> tuple[int, int]:
+def _sum_rows_tile(rows: int) -> tuple[int, int]:
     """``(BLOCK_P, BLOCK_N)`` of the partial-``dw`` sum over ``rows`` partial rows.
 
     A program loads ``_SUM_ROWS_TILE`` values (32 per thread over 4 warps), as many of the
@@ -186,20 +184,17 @@ def sum_rows_tile(rows: int) -> tuple[int, int]:
     return min(triton.next_power_of_2(rows), _SUM_ROWS_TILE // block_n), block_n
 
 
-def sum_partial_rows(
-    dw_partial: torch.Tensor, weight: torch.Tensor, tile: tuple[int, int] | None = None,
-    dependent: bool = True,
-) -> torch.Tensor:
-    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight`` (``tile`` as :func:`sum_rows_tile`).
+def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Sum the fp32 partial ``dw`` rows into a tensor like ``weight``.
 
-    On an sm_90+ GPU the sum is ``dependent`` by default: a programmatic dependent launch, whose
-    programs start while the kernel launched before it on the stream (the backward kernel
-    that wrote ``dw_partial``) is still running and wait for it to finish before reading.
+    On an sm_90+ GPU the sum is a programmatic dependent launch, whose programs start while
+    the kernel launched before it on the stream (the backward kernel that wrote ``dw_partial``)
+    is still running and wait for it to finish before reading.
     """
     programs, n = dw_partial.shape
     dw = torch.empty_like(weight)
-    block_p, block_n = tile or sum_rows_tile(programs)
-    launch = dict(launch_pdl=True) if dependent and GRID_DEPENDENCY_CONTROL else {}
+    block_p, block_n = _sum_rows_tile(programs)
+    launch = dict(launch_pdl=True) if GRID_DEPENDENCY_CONTROL else {}
     _sum_rows_kernel[(triton.cdiv(n, block_n),)](
         dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4, **launch
     )
@@ -278,14 +273,6 @@ def rms_norm_backward(
 
 
 rms_norm_fwd, rms_norm_bwd = define_rms_norm_ops("opbench", rms_norm_forward, rms_norm_backward)
-
-
-def check_inputs(x: torch.Tensor, weight: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``x`` is 2-D (M, N) and ``weight`` is (N,)."""
-    if x.dim() != 2:
-        raise ValueError(f"rms_norm expects a 2-D input (M, N), got shape {tuple(x.shape)}")
-    if weight.shape != x.shape[1:]:
-        raise ValueError(f"weight shape {tuple(weight.shape)} does not match N={x.shape[1]}")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -41,21 +41,23 @@ class BwdKernel(enum.Enum):
 
 @dataclass(frozen=True)
 class FwdPlan:
-    """A forward launch: ``block_m`` rows per step; ``persistent`` grids prefetch ``num_stages - 1`` steps.
+    """A forward launch: blocks of ``block_m`` whole rows, one block a program.
 
-    ``chunk`` plans run the looped kernel instead: one row per program (so ``block_m`` 1, not
-    persistent) in two loops over ``chunk``-wide column chunks, each ``num_stages`` deep.
+    ``chunk`` plans run the looped kernel instead: one row per program (so ``block_m`` 1) in two
+    loops over ``chunk``-wide column chunks, each ``num_stages`` deep.  A whole-row plan's program
+    takes one step, which has nothing to pipeline: its ``num_stages`` is 1.
     """
 
     block_m: int
     num_warps: int
     num_stages: int = 1
-    persistent: bool = False
     chunk: int | None = None
 
     def __post_init__(self) -> None:
-        if self.chunk is not None and (self.block_m, self.persistent) != (1, False):
-            raise ValueError(f"a looped forward runs one row per program on a plain grid, not {self}")
+        if self.chunk is None and self.num_stages != 1:
+            raise ValueError(f"a whole-row forward takes one step a program, nothing to pipeline: {self}")
+        if self.chunk is not None and self.block_m != 1:
+            raise ValueError(f"a looped forward runs one row per program, not {self}")
         if self.chunk is not None and (self.chunk < 1 or self.chunk & (self.chunk - 1)):
             raise ValueError(f"a looped forward's chunk must be a power of two, not {self.chunk}")
 

@@ -15,8 +15,8 @@ import triton.language as tl
 
 from operators.rms_norm.triton_plans import BwdKernel, BwdPlan, let_dw_sum_launch, persistent_grid
 
-_SLOT_READY: tl.constexpr = tl.constexpr(1 << 32)
-"""The ready flag in the high word of a row-split share slot (64 bits: the share's fp32 bits below)."""
+_SHARE_READY: tl.constexpr = tl.constexpr(1 << 32)
+"""The ready flag in the high word of a row-split share cell (64 bits: the share's fp32 bits below)."""
 
 _ROW_DOT_BLOCK_N = 4096
 """Columns per step of the two-pass backward's row-sum kernel (8 warps, 16 values per thread)."""
@@ -117,35 +117,35 @@ def _rms_norm_bwd_kept_kernel(
 
 
 @triton.jit
-def _publish_share(slot_ptr, row, part, share, PARTS: tl.constexpr):
-    """Store a part's share of a row sum in slot ``(row, part)``: the fp32 bits in the low word
+def _publish_share(cell_ptr, row, part, share, PARTS: tl.constexpr):
+    """Store a part's share of a row sum in cell ``(row, part)``: the fp32 bits in the low word
     and a ready flag in the high word, in one 64-bit store, so readers need no fence."""
-    tl.store(slot_ptr + tl.cast(row, tl.int64) * PARTS + part,
-             share.to(tl.uint32, bitcast=True).to(tl.int64) | _SLOT_READY)
+    tl.store(cell_ptr + tl.cast(row, tl.int64) * PARTS + part,
+             share.to(tl.uint32, bitcast=True).to(tl.int64) | _SHARE_READY)
 
 
 @triton.jit
-def _row_sum_of_shares(slot_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+def _row_sum_of_shares(cell_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
     """Wait until every part of ``row`` has published its share, then add the shares (in the
     same fixed order in every part, so they all get the same sum)."""
-    row_slots = slot_ptr + tl.cast(row, tl.int64) * PARTS
-    slots = tl.arange(0, SLOTS)
-    published = tl.load(row_slots + slots, mask=slots < PARTS, other=_SLOT_READY, volatile=True)
+    row_cells = cell_ptr + tl.cast(row, tl.int64) * PARTS
+    cells = tl.arange(0, SLOTS)
+    published = tl.load(row_cells + cells, mask=cells < PARTS, other=_SHARE_READY, volatile=True)
     while tl.min(published >> 32, axis=0) == 0:
-        published = tl.load(row_slots + slots, mask=slots < PARTS, other=_SLOT_READY, volatile=True)
+        published = tl.load(row_cells + cells, mask=cells < PARTS, other=_SHARE_READY, volatile=True)
     return tl.sum((published & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True), axis=0)
 
 
 @triton.jit
 def _rms_norm_bwd_row_split_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, slot_ptr, M, N,
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, cell_ptr, M, N,
     PARTS: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """One-pass backward with each row split into ``PARTS`` parts, one program each.
 
     Program ``pid`` owns columns ``[part * BLOCK_N, (part + 1) * BLOCK_N)``, ``part = pid % PARTS``,
     of the rows of group ``pid // PARTS``, which strides over the rows.  The parts of a row meet
-    through its ``PARTS`` share slots in global memory (:func:`_publish_share`,
+    through its ``PARTS`` share cells in global memory (:func:`_publish_share`,
     :func:`_row_sum_of_shares`) to form ``S = sum(dy * w * x)`` over the whole row; then
     ``dx = rstd * (dy * w - xhat * rstd * S / N)`` with ``xhat = x * rstd``, and the program's
     ``sum(dy * xhat)`` lands in its columns of fp32 row ``group`` of ``dw_partial`` [groups, N].
@@ -155,8 +155,9 @@ def _rms_norm_bwd_row_split_kernel(
     share of ``r'``, then waits for the shares of ``r``, which its partners published a step ago,
     and finishes ``r`` (81% of copy bandwidth against 51% waiting in the same step, probe 18).
     Rows stay in their input dtype and are converted again for ``dx`` (:func:`_fp32_again`).
-    Preconditions: every program of a group is resident at once (a persistent grid); ``slot``
-    (int64, ``PARTS`` per row) is zero on entry; ``SLOTS`` is ``PARTS`` rounded up to a power of two.
+    Preconditions: every program of a group is resident at once (a persistent grid); ``cell``
+    (int64, ``PARTS`` per row, where Helion's exchange has a fixed 16) is zero on entry; ``SLOTS``,
+    the cells a row's sum reads at once, is ``PARTS`` rounded up to a power of two.
     """
     let_dw_sum_launch()
     pid = tl.program_id(0)
@@ -172,7 +173,7 @@ def _rms_norm_bwd_row_split_kernel(
     x = tl.load(x_ptr + offsets, mask=col_mask & (group < M), other=0.0)
     dy = tl.load(dy_ptr + offsets, mask=col_mask & (group < M), other=0.0)
     if group < M:
-        _publish_share(slot_ptr, group, part, tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0), PARTS)
+        _publish_share(cell_ptr, group, part, tl.sum(dy.to(tl.float32) * w * x.to(tl.float32), axis=0), PARTS)
     x_next = tl.load(x_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
     dy_next = tl.load(dy_ptr + offsets + step, mask=col_mask & (group + groups < M), other=0.0)
     for row in tl.range(group, M, groups, num_stages=1):
@@ -181,9 +182,9 @@ def _rms_norm_bwd_row_split_kernel(
         dy_after = tl.load(dy_ptr + offsets + 2 * step, mask=after_mask, other=0.0)
         if row + groups < M:
             share = tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0)
-            _publish_share(slot_ptr, row + groups, part, share, PARTS)
+            _publish_share(cell_ptr, row + groups, part, share, PARTS)
         rstd = tl.load(rstd_ptr + row)
-        c = _row_sum_of_shares(slot_ptr, row, PARTS, SLOTS) * rstd / N
+        c = _row_sum_of_shares(cell_ptr, row, PARTS, SLOTS) * rstd / N
         xhat = _fp32_again(x) * rstd
         dy32 = _fp32_again(dy)
         tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
@@ -281,8 +282,8 @@ def launch_row_split(
     block_n = plan.block_n if x.device.type == "cuda" else triton.next_power_of_2(n)
     parts = triton.cdiv(n, block_n)
     meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n, num_warps=plan.num_warps)
-    slots = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
-    probe_args = (grad_out, x, weight, rstd, dx, rstd, slots, m, n)  # ``rstd`` stands in for dw_partial
+    cells = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
+    probe_args = (grad_out, x, weight, rstd, dx, rstd, cells, m, n)  # ``rstd`` stands in for dw_partial
     resident = persistent_grid(_rms_norm_bwd_row_split_kernel, probe_args, meta, x.device, m * parts)
     if resident < parts:
         raise RuntimeError(f"a row split into {parts} parts needs {parts} resident programs, "
@@ -290,7 +291,7 @@ def launch_row_split(
     groups = resident // parts
     dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
     _rms_norm_bwd_row_split_kernel[(groups * parts,)](
-        grad_out, x, weight, rstd, dx, dw_partial, slots, m, n, **meta
+        grad_out, x, weight, rstd, dx, dw_partial, cells, m, n, **meta
     )
     return dw_partial
 

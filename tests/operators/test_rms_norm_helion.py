@@ -65,13 +65,13 @@ def test_helion_backward_converts_only_bf16_rows_again_through_their_bits():
         assert ("tl.int16, bitcast=True" in code) == kept, dtype
 
 
-def test_helion_row_split_parts_fit_their_share_slots():
-    # A row's parts publish into SHARE_SLOTS_PER_ROW slots, and each needs an SM of its own.
-    row_split = {regime for regime, names in helion_impl.BWD_KERNELS.items()
-                 if "rms_norm_bwd_row_split" in names}
+def test_helion_row_split_parts_fit_their_share_cells():
+    # A row's parts publish into SHARE_CELLS_PER_ROW cells, and each needs an SM of its own.
+    row_split = {regime for regime, kernels in helion_impl.BWD_KERNELS.items()
+                 if kernels is helion_impl.ROW_SPLIT_BWD}
     widest = max(rule.widths[1] for rule in strategy.BWD_RULES if rule.strategy in row_split)
     assert widest == 32768
-    assert widest // helion_wide.ROW_SPLIT_MIN_PART <= helion_wide.SHARE_SLOTS_PER_ROW
+    assert widest // helion_wide.ROW_SPLIT_MIN_PART <= helion_wide.SHARE_CELLS_PER_ROW
     for config in helion_tuning.tuning_candidates("rms_norm_bwd_row_split", widest):
         assert config["block_sizes"][0] >= helion_wide.ROW_SPLIT_MIN_PART
 

@@ -65,8 +65,11 @@ def launch_digest(launches: list) -> str:
 
 
 def plan_fields(plan: object) -> list:
-    """A plan's fields, a backward kernel by its name at bc65cd0 (the two-pass kernel was "split")."""
+    """A plan's fields as bc65cd0 recorded them: a backward kernel by its name then (the two-pass
+    kernel was "split"), a forward plan with the ``persistent`` flag it had (no strategy set it)."""
     fields = list(dataclasses.astuple(plan))
+    if isinstance(plan, triton_plans.FwdPlan):
+        fields.insert(3, False)
     if isinstance(fields[0], triton_plans.BwdKernel):
         fields[0] = {"two_pass": "split"}.get(fields[0].value, fields[0].value)
     return fields

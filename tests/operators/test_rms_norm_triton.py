@@ -39,12 +39,10 @@ def test_two_pass_backward_on_the_default_path_matches_reference(monkeypatch, na
 
 
 PLANS = {
-    "persistent": (FwdPlan(2, 4, num_stages=2, persistent=True),
-                   BwdPlan(BwdKernel.ONE_PASS, 2, 256, 4, num_stages=2)),
+    "row_pairs": (FwdPlan(2, 4), BwdPlan(BwdKernel.ONE_PASS, 2, 256, 4, num_stages=2)),
     "fixed_rows": (FwdPlan(4, 4), BwdPlan(BwdKernel.ONE_PASS, 1, 256, 4, rows_per_program=5)),
     "two_pass": (FwdPlan(1, 4), BwdPlan(BwdKernel.TWO_PASS, 4, 64, 4, rows_per_program=10)),
-    "prefetch": (FwdPlan(1, 4, num_stages=2, persistent=True),
-                 BwdPlan(BwdKernel.ONE_PASS_PREFETCH, 2, 256, 4)),
+    "prefetch": (FwdPlan(1, 4), BwdPlan(BwdKernel.ONE_PASS_PREFETCH, 2, 256, 4)),
     "prefetch_fixed_rows": (FwdPlan(1, 4),
                             BwdPlan(BwdKernel.ONE_PASS_PREFETCH, 1, 256, 4, rows_per_program=5)),
     "kept": (FwdPlan(1, 4), BwdPlan(BwdKernel.ONE_PASS_KEPT, 1, 256, 4, rows_per_program=5)),
@@ -134,26 +132,26 @@ def test_only_bf16_keeps_its_input_at_16384_wide():
     assert triton_impl.bwd_plan(4095, 16384, torch.bfloat16).rows_per_program is None
 
 
-def test_row_split_share_slots_carry_each_rows_shares_to_its_sum():
+def test_row_split_share_cells_carry_each_rows_shares_to_its_sum():
     # Three parts publish their shares of rows 0 and 1 (the interpreter runs them one after
-    # another); each row's sum read back from the 64-bit slots is its own shares' sum, sign
-    # and all, with every slot flagged ready.
+    # another); each row's sum read back from the 64-bit cells is its own shares' sum, sign
+    # and all, with every cell flagged ready.
     @triton.jit
-    def publish(slot_ptr, shares_ptr, PARTS: tl.constexpr):
+    def publish(cell_ptr, shares_ptr, PARTS: tl.constexpr):
         part = tl.program_id(0)
         for row in range(2):
-            triton_wide._publish_share(slot_ptr, row, part, tl.load(shares_ptr + row * PARTS + part), PARTS)
+            triton_wide._publish_share(cell_ptr, row, part, tl.load(shares_ptr + row * PARTS + part), PARTS)
 
     @triton.jit
-    def read(slot_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+    def read(cell_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
         row = tl.program_id(0)
-        tl.store(out_ptr + row, triton_wide._row_sum_of_shares(slot_ptr, row, PARTS, SLOTS))
+        tl.store(out_ptr + row, triton_wide._row_sum_of_shares(cell_ptr, row, PARTS, SLOTS))
 
     shares = torch.tensor([[-1.5, 2.25, 1e-3], [4.0, -0.5, 3e-2]])
-    slots, totals = torch.zeros(6, dtype=torch.int64), torch.empty(2)
-    publish[(3,)](slots, shares, PARTS=3)
-    assert ((slots >> 32) == 1).all()
-    read[(2,)](slots, totals, PARTS=3, SLOTS=4)
+    cells, totals = torch.zeros(6, dtype=torch.int64), torch.empty(2)
+    publish[(3,)](cells, shares, PARTS=3)
+    assert ((cells >> 32) == 1).all()
+    read[(2,)](cells, totals, PARTS=3, SLOTS=4)
     torch.testing.assert_close(totals, shares.sum(1), rtol=1e-6, atol=0)
 
 
@@ -190,13 +188,13 @@ def test_second_conversion_to_fp32_is_exact(dtype):
     assert torch.equal(out, x.float())
 
 
-def test_looped_forward_plan_refuses_settings_it_cannot_run():
+def test_forward_plans_refuse_settings_their_kernel_cannot_run():
     with pytest.raises(ValueError, match="one row per program"):
         FwdPlan(4, 8, chunk=1024)
-    with pytest.raises(ValueError, match="plain grid"):
-        FwdPlan(1, 8, persistent=True, chunk=1024)
     with pytest.raises(ValueError, match="power of two"):
         FwdPlan(1, 8, chunk=3000)
+    with pytest.raises(ValueError, match="nothing to pipeline"):
+        FwdPlan(2, 8, num_stages=2)
 
 
 @pytest.mark.parametrize("n", [256, 200])
@@ -221,12 +219,13 @@ def test_triton_launch_plans_match_reference(plan):
     assert_matches_reference((y, dx, dw), expected, torch.float32)
 
 
-@pytest.mark.parametrize("rows, tile", [(37, None), (37, (8, 16)), (600, None)])
-def test_partial_dw_rows_sum_to_weight_dtype(rows, tile):
-    # (8, 16) loops over the rows in 5 steps and masks the last of 13 column blocks.
+@pytest.mark.parametrize("rows", [37, 600])
+def test_partial_dw_rows_sum_to_weight_dtype(rows):
+    # 37 rows: one masked step of 64 rows, the last of four 64-wide column blocks masked;
+    # 600 rows: two steps of 512 rows, the second masked, over 8-wide column blocks.
     partial = torch.randn(rows, 200)
     weight = torch.randn(200, dtype=torch.float16)
-    dw = triton_impl.sum_partial_rows(partial, weight, tile)
+    dw = triton_impl.sum_partial_rows(partial, weight)
     assert dw.dtype == torch.float16
     torch.testing.assert_close(dw.double(), partial.double().sum(0).half().double(), rtol=1e-3, atol=1e-3)
 

@@ -1,10 +1,11 @@
 """What the rms_norm backward costs beyond its main kernel: the ``dw`` sum's launch and autograd.
 
 For each shape this times, in one run and against the copy bandwidth measured at its start:
-the Triton main kernels alone, the whole Triton backward with the partial-``dw`` sum
-launched as a programmatic dependent and as a plain launch, and the backward of each
-backend as the benchmark times it (``torch.autograd.backward`` on a retained graph, the
-gradients reset before each call).  Gradients are checked against float64 in every variant.
+the Triton main kernels alone, the whole Triton backward (the partial-``dw`` sum a
+programmatic dependent launch on sm_90+; probe 21 also timed it as a plain launch, which
+bc65cd0 holds), and the backward of each backend as the benchmark times it
+(``torch.autograd.backward`` on a retained graph, the gradients reset before each call).
+Gradients are checked against float64 in every variant.
 With ``--timeline`` it also prints each kernel of three autograd backwards at the first
 shape, with the device gap before it, from ``torch.profiler``::
 
@@ -31,12 +32,6 @@ from operators.rms_norm.probes.common import (
 )
 
 SHAPES = ((4096, 8192), (16384, 8192), (32768, 4096), (4096, 4096), (4096, 16384), (4096, 32768))
-
-
-def whole(dy, x, weight, rstd, plan, dependent: bool):
-    """The Triton backward with its sum launched as a programmatic dependent or not."""
-    dx, dw_partial = triton_impl.launch_bwd_partials(dy, x, weight, rstd, plan)
-    return dx, triton_impl.sum_partial_rows(dw_partial, weight, dependent=dependent)
 
 
 def autograd_backward(rms_norm, x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor):
@@ -117,8 +112,7 @@ def main() -> None:
         record = functools.partial(dict, shape=[m, n], copy_gbps=copy_gbps)
         calls = {
             ("triton", "main"): functools.partial(triton_impl.launch_bwd_partials, dy, x, weight, rstd, plan),
-            ("triton", "whole_dependent_sum"): functools.partial(whole, dy, x, weight, rstd, plan, True),
-            ("triton", "whole_plain_sum"): functools.partial(whole, dy, x, weight, rstd, plan, False),
+            ("triton", "whole"): functools.partial(triton_impl.launch_bwd, dy, x, weight, rstd, plan),
         }
         for (variant, scope), call in calls.items():
             base = record(variant=variant, scope=scope)

@@ -1,11 +1,10 @@
 """Time the parts of the rms_norm backward on a GPU: main kernels, partial-``dw`` sum, whole.
 
 For each shape this times, for the Triton backend, the whole backward, its main kernels
-alone and the sum of the partial ``dw`` rows with the previous fixed tile (32 rows x 64
-columns, a loop over the rows) and with :func:`sum_rows_tile`; for the Helion backend, its
-main kernels alone, the ``torch`` sum and cast they were followed by, its own sum kernel
-(``rms_norm_dw_sum``) and the Triton sum on Helion's partial rows.  A copy of the bytes the
-model counts is timed as the ceiling::
+alone and its sum of the partial ``dw`` rows; for the Helion backend, its main kernels alone,
+its sum kernel (``rms_norm_dw_sum``) and the Triton sum on Helion's partial rows.  A copy of
+the bytes the model counts is timed as the ceiling (probe 3 also timed the sum's earlier
+tile and the ``torch`` sum Helion's partial rows once took, which bc65cd0 holds)::
 
     python -m operators.rms_norm.probes.bwd_parts --out parts.json [--shape M,N]
 """
@@ -38,20 +37,16 @@ def probe_shape(timer: Timer, m: int, n: int, copy_gbps: float) -> tuple[list[di
     dst = torch.empty_like(src)
     _, t_partial = impl.launch_bwd_partials(dy, x, weight, rstd, plan)
     _, h_partial = helion_impl.bwd_partials(dy, x, weight, rstd)
-    old_tile = (32, 64)
     parts = {
         "copy_same_bytes": lambda: dst.copy_(src),
         "triton_whole": lambda: impl.launch_bwd(dy, x, weight, rstd, plan),
         "triton_main": lambda: impl.launch_bwd_partials(dy, x, weight, rstd, plan),
-        "triton_sum_old_tile": lambda: impl.sum_partial_rows(t_partial, weight, old_tile),
-        "triton_sum_new_tile": lambda: impl.sum_partial_rows(t_partial, weight),
+        "triton_sum": lambda: impl.sum_partial_rows(t_partial, weight),
         "helion_main": lambda: helion_impl.bwd_partials(dy, x, weight, rstd),
-        "helion_torch_sum_cast": lambda: h_partial.sum(0).to(weight.dtype),
         "helion_partial_triton_sum": lambda: impl.sum_partial_rows(h_partial, weight),
         "helion_dw_sum": lambda: helion_impl.sum_partial_rows(h_partial, weight, x.dtype),
     }
-    checked = ("triton_sum_old_tile", "triton_sum_new_tile", "helion_torch_sum_cast",
-               "helion_partial_triton_sum", "helion_dw_sum")
+    checked = ("triton_sum", "helion_partial_triton_sum", "helion_dw_sum")
     records = []
     line = [f"{m}x{n} partial rows triton {t_partial.size(0)} helion {h_partial.size(0)}"]
     for name, call in parts.items():

@@ -1,7 +1,7 @@
 """Time Triton's row-split rms_norm backward, whose parts of each row meet in global memory.
 
 Each program owns a part of each row of its group and publishes its share of the row sum in
-a 64-bit share slot a row before its partners need it (probe 18; ``row_split`` plans).  For
+a 64-bit share cell a row before its partners need it (probe 18; ``row_split`` plans).  For
 each shape this times, main kernels alone and whole (with the partial-``dw`` sum), the
 default plan, row-split plans of each part width and warps, and for rows wider than 16384
 the two-pass backward, beside a copy of the same bytes; ``dx`` and ``dw`` are checked

@@ -30,7 +30,6 @@ from operators.rms_norm.probes.common import probe_parser, shapes_from, start_gp
 from operators.rms_norm.triton_plans import BwdKernel, BwdPlan, FwdPlan
 
 DTYPE = torch.bfloat16
-MAX_PREFETCH_BYTES = 160 * 1024
 HELION = "helion (stored config)"
 
 
@@ -44,8 +43,6 @@ def fwd_candidates(n: int) -> Iterator[FwdPlan]:
         if not 8 <= values_per_thread(block_m, block_n, warps) <= 64:
             continue
         yield FwdPlan(block_m, warps)
-        if 2 * block_m * block_n * 2 <= MAX_PREFETCH_BYTES:
-            yield FwdPlan(block_m, warps, 2, persistent=True)
         if block_m == 1 and block_n >= 2048:
             yield FwdPlan(1, warps, chunk=min(block_n // 2, 32 * warps * 8))
 
