@@ -30,6 +30,9 @@ class UnknownOperatorError(LookupError):
 
 def register_operator(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
     """Class decorator: make ``cls`` available as ``--op <cls.name>``."""
+    if "add_options" in vars(cls):
+        raise TypeError(f"{cls.__name__}.add_options is no longer read: declare the options as "
+                        "command_line_options = (harness.operator.Option(...), ...)")
     _OPERATORS[cls.name] = cls
     return cls
 
@@ -43,7 +46,8 @@ def _load_builtins() -> None:
 
     for package in pkgutil.iter_modules(operators.__path__):
         if package.ispkg:
-            register_operator(defined_operator(importlib.import_module(f"operators.{package.name}.operator")))
+            cls = defined_operator(importlib.import_module(f"operators.{package.name}.operator"))
+            _OPERATORS.setdefault(cls.name, cls)  # a plugin's operator of the same name stays
 
 
 def defined_operator(module: ModuleType) -> type[BenchmarkOperator]:

@@ -6,18 +6,17 @@ operator touches only its own folder.
 
 from __future__ import annotations
 
-import functools
-
 from harness.operator import TritonbenchAdapter
 from harness.registry import load_operator, operator_names
 
 
-@functools.cache
 def tritonbench_adapters() -> dict[str, TritonbenchAdapter]:
-    """tritonbench operator name -> its adapter, from every registered operator."""
+    """tritonbench operator name -> its adapter, from every registered operator that declares
+    adapters itself (a plugin's subclass of a built-in operator does not adapt its parent's
+    tritonbench operators a second time)."""
     found: dict[str, TritonbenchAdapter] = {}
     for name in operator_names():
-        for tritonbench_op, adapter in load_operator(name).tritonbench_adapters.items():
+        for tritonbench_op, adapter in vars(load_operator(name)).get("tritonbench_adapters", {}).items():
             if tritonbench_op in found:
                 raise ValueError(f"two operators adapt tritonbench's {tritonbench_op}")
             found[tritonbench_op] = adapter

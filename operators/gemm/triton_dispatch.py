@@ -132,7 +132,7 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     tiles = triton.cdiv(rows, block_m) * triton.cdiv(cols, route.block_n)
     min_part_k = MIN_PART_K_BLOCKS * min(config.kwargs["BLOCK_K"] for config in route.configs)
     split = split_count(tiles, k, sms, min_part_k)
-    if settled_regime(name, split) is Regime.TILED:
+    if settled_regime(name, split) is not name:
         return Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     return Plan(name, Kernel.SPLIT_K, block_m, route.block_n, split, swap)
 
