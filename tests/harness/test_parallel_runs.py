@@ -135,23 +135,18 @@ def test_two_torchrun_ranks_give_the_cells_and_verdicts_of_one_process(tmp_path:
     assert "exp bwd float32" in result.stdout
 
 
-def test_a_crash_on_one_rank_costs_only_its_cell(tmp_path: Path) -> None:
+def _two_ranks_with_a_faulty_backend(tmp_path: Path, backend: str, *extra: str) -> dict:
+    """exp at two shapes on two ranks, beside eager, a plugin ``backend`` that misbehaves on rank 1:
+    the run exits 1 and its cells are returned."""
     out = tmp_path / "r.json"
-    result = _torchrun(
-        2,
-        "--plugin",
-        PLUGIN,
-        "--op",
-        "exp",
-        *SHAPES[:4],
-        "--only",
-        "eager,dies_on_rank_1",
-        *QUICK,
-        "--output-json",
-        str(out),
-    )
+    result = _torchrun(2, "--plugin", PLUGIN, "--op", "exp", *SHAPES[:4], "--only", f"eager,{backend}",
+                       *QUICK, *extra, "--output-json", str(out))
     assert result.returncode == 1, result.stderr[-3000:]
-    cells = _cells(out)
+    return _cells(out)
+
+
+def test_a_crash_on_one_rank_costs_only_its_cell(tmp_path: Path) -> None:
+    cells = _two_ranks_with_a_faulty_backend(tmp_path, "dies_on_rank_1")
     died = [k for k, r in cells.items() if r.status == "error"]
     assert died and all(k[2] == "dies_on_rank_1" and "worker process died" in cells[k].error for k in died)
     assert all(cells[("fwd", n, "eager", "accuracy")].value == 1.0 for n in (1000, 2000))
@@ -159,24 +154,7 @@ def test_a_crash_on_one_rank_costs_only_its_cell(tmp_path: Path) -> None:
 
 
 def test_a_rank_that_hangs_is_given_up_on_and_the_others_are_kept(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    result = _torchrun(
-        2,
-        "--plugin",
-        PLUGIN,
-        "--op",
-        "exp",
-        *SHAPES[:4],
-        "--only",
-        "eager,hangs_on_rank_1",
-        *QUICK,
-        "--gather-timeout",
-        "20",
-        "--output-json",
-        str(out),
-    )
-    assert result.returncode == 1, result.stderr[-3000:]
-    cells = _cells(out)
+    cells = _two_ranks_with_a_faulty_backend(tmp_path, "hangs_on_rank_1", "--gather-timeout", "20")
     lost = [k for k, r in cells.items() if r.status == "error"]
     assert lost and all("rank 1 stopped reporting" in cells[k].error for k in lost)
     assert any(cells[("fwd", n, "hangs_on_rank_1", "accuracy")].value == 1.0 for n in (1000, 2000))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 import torch
 
 EPS = 1e-6
@@ -59,3 +60,14 @@ class LaunchSpy:
     def __getitem__(self, grid: tuple) -> Callable:
         self.launched.append(self.name)
         return self.kernel[grid]
+
+
+def spy_on_launches(monkeypatch: pytest.MonkeyPatch, module: object, *names: str) -> list[str]:
+    """Replace kernels ``names`` of ``module`` with :class:`LaunchSpy` s; the list they record
+    each launch's name in."""
+    launched: list[str] = []
+    for name in names:
+        monkeypatch.setattr(module, name, LaunchSpy(getattr(module, name), name, launched))
+    return launched
+
+

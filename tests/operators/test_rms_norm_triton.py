@@ -16,12 +16,12 @@ from operators.rms_norm.triton_plans import BwdKernel, BwdPlan, FwdPlan  # noqa:
 from tests.helpers import run_compiling  # noqa: E402
 from tests.operators.rms_norm_helpers import (  # noqa: E402
     EPS,
-    LaunchSpy,
     M,
     assert_matches_reference,
     bf16_backward_errors,
     reference,
     run_forward_backward,
+    spy_on_launches,
 )
 
 
@@ -56,11 +56,10 @@ def test_default_path_at_5000_wide_launches_the_looped_forward_then_the_staged_b
     # 2048-wide chunks, the last one masked; the backward padded to 8192, four stages) and
     # match float64; fp32 rows keep the register prefetch (their four stages overflow shared
     # memory).
-    launched = []
-    for name in ("_rms_norm_fwd_looped_kernel", "_rms_norm_bwd_kernel"):
-        monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
+    kernels = ("_rms_norm_fwd_looped_kernel", "_rms_norm_bwd_kernel")
+    launched = spy_on_launches(monkeypatch, triton_impl, *kernels)
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 5000, torch.float16)
-    assert launched == ["_rms_norm_fwd_looped_kernel", "_rms_norm_bwd_kernel"]
+    assert launched == list(kernels)
     assert_matches_reference(outputs, expected, torch.float16)
     assert triton_impl.fwd_plan(5, 5000).chunk == 2048
     assert triton_impl.bwd_plan(5, 5000, torch.float16).num_stages == 4
@@ -70,9 +69,8 @@ def test_default_path_at_5000_wide_launches_the_looped_forward_then_the_staged_b
 def test_unaligned_16_bit_rows_4096_wide_take_one_row_a_step_and_match_reference(monkeypatch):
     # 3001-wide fp16 rows (no 16-byte loads) run the plain one-pass kernel one row a step with
     # 4 warps (prediction 29); aligned 4096-wide rows and fp32 rows keep the prefetching kernel.
-    launched = []
     name = "_rms_norm_bwd_kernel"
-    monkeypatch.setattr(triton_impl, name, LaunchSpy(getattr(triton_impl, name), name, launched))
+    launched = spy_on_launches(monkeypatch, triton_impl, name)
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 5, 3001, torch.float16)
     assert launched == [name]
     assert_matches_reference(outputs, expected, torch.float16)
@@ -107,9 +105,8 @@ def test_looped_forward_writes_nothing_past_its_rows():
 
 def test_rows_32768_wide_run_the_row_split_backward(monkeypatch):
     # 20000-wide fp16 rows (padded to 32768) must take the row-split kernel, masked, on the default path.
-    launched = []
     name = "_rms_norm_bwd_row_split_kernel"
-    monkeypatch.setattr(triton_wide, name, LaunchSpy(getattr(triton_wide, name), name, launched))
+    launched = spy_on_launches(monkeypatch, triton_wide, name)
     outputs, expected = run_forward_backward(triton_impl.rms_norm, 3, 20000, torch.float16)
     assert launched == [name]
     assert_matches_reference(outputs, expected, torch.float16)
@@ -239,9 +236,8 @@ def test_unknown_backward_kernel_is_refused():
 
 def test_triton_bf16_backward_at_16384_wide_runs_the_kept_input_kernel(monkeypatch):
     # 10000-wide bf16 rows (padded to 16384) take the kernel that keeps them in bf16.
-    launched = []
     name = "_rms_norm_bwd_kept_kernel"
-    monkeypatch.setattr(triton_wide, name, LaunchSpy(getattr(triton_wide, name), name, launched))
+    launched = spy_on_launches(monkeypatch, triton_wide, name)
     dx_err, dw_err = bf16_backward_errors(triton_impl.rms_norm_bwd, 5, 10000)
     assert dx_err < 1e-2 and dw_err < 1e-2  # bf16 keeps 8 bits: 4e-3 per rounding
     assert launched == [name]
