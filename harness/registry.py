@@ -30,10 +30,15 @@ class UnknownOperatorError(LookupError):
 
 def register_operator(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
     """Class decorator: make ``cls`` available as ``--op <cls.name>``."""
+    _OPERATORS[_checked(cls).name] = cls
+    return cls
+
+
+def _checked(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
+    """``cls``, refused if it still defines the ``add_options`` hook nothing reads any more."""
     if "add_options" in vars(cls):
         raise TypeError(f"{cls.__name__}.add_options is no longer read: declare the options as "
                         "command_line_options = (harness.operator.Option(...), ...)")
-    _OPERATORS[cls.name] = cls
     return cls
 
 
@@ -46,7 +51,7 @@ def _load_builtins() -> None:
 
     for package in pkgutil.iter_modules(operators.__path__):
         if package.ispkg:
-            cls = defined_operator(importlib.import_module(f"operators.{package.name}.operator"))
+            cls = _checked(defined_operator(importlib.import_module(f"operators.{package.name}.operator")))
             _OPERATORS.setdefault(cls.name, cls)  # a plugin's operator of the same name stays
 
 

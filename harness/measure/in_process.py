@@ -36,8 +36,9 @@ from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
 from harness.measure.profile import profile_cell
 from harness.measure.sweep import Sweep
-from harness.operator import Backend, Shape
+from harness.operator import Backend, BenchmarkOperator, Mode, Shape
 from harness.report.error_line import CONTEXT_LOST_NOTE
+from harness.settings import RunSettings
 
 CellResult = tuple[str, Measurement, str | None]
 """A finished cell: backend name, its measurement, its error text (None when it ran)."""
@@ -103,14 +104,25 @@ class ShapeRun:
     errors, and the backends whose failure lost the CUDA context."""
 
     def __init__(self, sweep: Sweep, shape: Shape, names: list[str], given: ShapeInputs):
-        self.sweep, self.shape, self.given = sweep, shape, given
-        self.op, self.mode, self.settings = sweep.op, sweep.mode, sweep.settings
+        self.sweep, self.shape, self.names, self.given = sweep, shape, names, given
         self.tolerance = sweep.tolerance(shape)
         self.timer, self.wall_timer = sweep.timer("device"), sweep.timer("wall")
         self.measurements = {name: Measurement() for name in names}
         self.errors: dict[str, str] = {}
         self.cells: dict[str, BuiltCell] = {}
         self.lost: list[str] = []
+
+    @property
+    def op(self) -> BenchmarkOperator:
+        return self.sweep.op
+
+    @property
+    def mode(self) -> Mode:
+        return self.sweep.mode
+
+    @property
+    def settings(self) -> RunSettings:
+        return self.sweep.settings
 
     def failed(self, name: str, text: str) -> None:
         """Record ``name``'s error; a failure that poisoned the CUDA context ends the shape here."""
@@ -199,10 +211,9 @@ class ShapeRun:
             raise ContextLost(self.lost[0], done, None)
 
 
-def _one_backend_at_a_time(run: ShapeRun, names: list[str],
-                           backends: dict[str, Backend]) -> Iterator[CellResult]:
+def _one_backend_at_a_time(run: ShapeRun, backends: dict[str, Backend]) -> Iterator[CellResult]:
     """One repeat, or no timing: each backend built, timed or checked, and finished in turn."""
-    sweep, shape = run.sweep, run.shape
+    sweep, shape, names = run.sweep, run.shape, run.names
     done: list[str] = []
     for name in names:
         sweep.report(shape, name, "build")
@@ -218,10 +229,9 @@ def _one_backend_at_a_time(run: ShapeRun, names: list[str],
         _release(run.op.device)
 
 
-def _interleaved_repeats(run: ShapeRun, names: list[str],
-                         backends: dict[str, Backend]) -> Iterator[CellResult]:
+def _interleaved_repeats(run: ShapeRun, backends: dict[str, Backend]) -> Iterator[CellResult]:
     """Every backend built, then timed ``repeats`` times, the backends interleaved in each repeat."""
-    sweep, shape, repeats = run.sweep, run.shape, run.settings.repeats
+    sweep, shape, names, repeats = run.sweep, run.shape, run.names, run.settings.repeats
     for name in names:
         sweep.report(shape, name, "build")
         run.build(name, backends[name])
@@ -255,6 +265,6 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
     run = ShapeRun(sweep, shape, names, given)
     backends = {b.name: b for b in sweep.op.backends()}
     if sweep.settings.repeats == 1 or not sweep.timed:
-        yield from _one_backend_at_a_time(run, names, backends)
+        yield from _one_backend_at_a_time(run, backends)
     else:
-        yield from _interleaved_repeats(run, names, backends)
+        yield from _interleaved_repeats(run, backends)

@@ -22,8 +22,10 @@ import torch
 from operators.gemm.strategy import (
     GPU_LIMITS,
     INTERPRETER_LIMITS,
+    MIN_PART_STEPS,
     Limits,
     Regime,
+    output_tiles,
     regime,
     settled_regime,
     sm_count,
@@ -49,8 +51,8 @@ class Route:
     for the tiled kernel).  When ``tile`` is set, K may be split: the programs are counted
     in (rows, cols) output tiles, the tile of the regime's stored configs, and every part but the
     last is a whole number of ``part_step`` (the BLOCK_K of those configs), at least
-    :data:`MIN_PART_STEPS` of them (rounding parts up to the step may leave fewer parts than
-    :func:`~operators.gemm.strategy.split_count` asked for).  ``pointer``: every access
+    :data:`~operators.gemm.strategy.MIN_PART_STEPS` of them (rounding parts up to the step may
+    leave fewer parts than :func:`~operators.gemm.strategy.split_count` asked for).  ``pointer``: every access
     pointer-indexed, whatever config is stored (for skinny tiles a speed choice: helion 1.5.0
     already indexes by pointer an access whose block exceeds the tensor; the split-K kernel's
     parts are pointer-indexed in every regime for correctness, :mod:`operators.gemm.helion_splitk`).
@@ -90,8 +92,6 @@ def _interpreted(route: Route) -> Route:
 
 INTERPRETER_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()}
 
-MIN_PART_STEPS = 4
-"""A part shorter than this many k-blocks spends more on its pipeline's prologue than it computes."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
     rows, cols = (n, m) if swap else (m, n)
     parts = 1
     if route.tile is not None:
-        tiles = -(-rows // route.tile[0]) * -(-cols // route.tile[1])
+        tiles = output_tiles(rows, cols, *route.tile)
         parts = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
     if settled_regime(name, parts) is not name:
         tiled = routes[Regime.TILED]

@@ -60,7 +60,7 @@ class Problem:
 
     def tiles(self, side: int) -> int:
         """Output tiles of ``side`` x ``side``."""
-        return -(-self.m // side) * -(-self.n // side)
+        return output_tiles(self.m, self.n, side, side)
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,13 @@ def regime(m: int, n: int, k: int, sms: int, limits: Limits) -> Regime:
     return next(rule.regime for rule in RULES if rule.applies(problem, limits))
 
 
+def output_tiles(rows: int, cols: int, tile_rows: int, tile_cols: int) -> int:
+    """How many ``tile_rows`` x ``tile_cols`` tiles cover a ``rows`` x ``cols`` output."""
+    return -(-rows // tile_rows) * -(-cols // tile_cols)
+
+
+MIN_PART_STEPS = 4
+"""A K part shorter than this many k-blocks spends more on its pipeline's prologue than it computes."""
 INTERPRETER_SMS = 3
 """The SM count off the GPU, where Triton's interpreter runs programs one after another: small, so
 that persistent grids loop over several tiles and a few tiles already count as a partial wave."""

@@ -20,8 +20,10 @@ import triton
 from operators.gemm.strategy import (
     GPU_LIMITS,
     INTERPRETER_LIMITS,
+    MIN_PART_STEPS,
     Limits,
     Regime,
+    output_tiles,
     regime,
     settled_regime,
     sm_count,
@@ -88,8 +90,6 @@ def _interpreted(route: Route) -> Route:
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
 ACTIVE_LIMITS = INTERPRETER_LIMITS if INTERPRETED else GPU_LIMITS
-MIN_PART_K_BLOCKS = 4
-"""A part shorter than this many k-blocks spends more on its pipeline's prologue than it computes."""
 
 
 def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) -> bool:
@@ -129,8 +129,8 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     rows, cols = (n, m) if swap else (m, n)
     low, high = route.block_m
     block_m = min(max(triton.next_power_of_2(rows), low), high)
-    tiles = triton.cdiv(rows, block_m) * triton.cdiv(cols, route.block_n)
-    min_part_k = MIN_PART_K_BLOCKS * min(config.kwargs["BLOCK_K"] for config in route.configs)
+    tiles = output_tiles(rows, cols, block_m, route.block_n)
+    min_part_k = MIN_PART_STEPS * min(config.kwargs["BLOCK_K"] for config in route.configs)
     split = split_count(tiles, k, sms, min_part_k)
     if settled_regime(name, split) is not name:
         return Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
