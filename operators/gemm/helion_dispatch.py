@@ -63,6 +63,9 @@ class Route:
     tile: tuple[int, int] | None = None
     part_step: int = 0
     pointer: bool = False
+    decode_size: str | None = None
+    """The bucket of an unsplit, unswapped problem with fewer rows than the tile (decode, M < 16):
+    its configs are tuned at M = 1, where the skinny bucket's are 2x slower (gemm NOTES, session 13)."""
 
 
 ROUTES: dict[Regime, Route] = {
@@ -73,7 +76,7 @@ ROUTES: dict[Regime, Route] = {
         reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "
                "K=20120: 48 tiles x 5 parts of 4032 = 240 programs on 132 SMs)"),
     Regime.SKINNY: Route(
-        size="skinny", tile=(16, 32), part_step=256, pointer=True,
+        size="skinny", tile=(16, 32), part_step=256, pointer=True, decode_size="decode",
         reason="16-row tiles on the skinny side (N the small side: out.T = y.T @ x.T), 32 columns a "
                "program (128 programs at N=4096), pointer loads; K split only when the programs "
                "leave SMs idle (1x1024x4096: 32 x 4 parts)"),
@@ -124,7 +127,9 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
         tiled = routes[Regime.TILED]
         return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
     if parts == 1:
-        return Plan(name, Kernel.TILED, route.size, 1, k, swap, route.pointer)
+        decode = route.decode_size is not None and not swap and rows < route.tile[0]
+        size = route.decode_size if decode else route.size
+        return Plan(name, Kernel.TILED, size, 1, k, swap, route.pointer)
     part_k = -(-k // (parts * route.part_step)) * route.part_step
     return Plan(name, Kernel.SPLIT_K, route.size, -(-k // part_k), part_k, swap, route.pointer)
 

@@ -57,10 +57,10 @@ from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_k
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-SIZES = ("skinny", "small", "large")
-"""The size part of a bucket, smallest first: a missing skinny bucket takes a small one before a
-large one; a missing small bucket, equally near both, takes one of the same layout, then the
-large one."""
+SIZES = ("decode", "skinny", "small", "large")
+"""The size part of a bucket, smallest first: a missing decode bucket takes a skinny one, a missing
+skinny bucket a small one before a large one; a missing small bucket, equally near both, takes one
+of the same layout, then the large one."""
 POINTER = {"indexing": "pointer"}
 """The config fields of a pointer-indexed call."""
 
@@ -141,9 +141,9 @@ CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)
 def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, ...]:
     """Stored-config keys for kernel ``name`` in a bucket, in order of preference: its own, then
     for ``addmm_1d`` matmul's (the same loop nest with a row of bias in the epilogue), and in the
-    skinny bucket for ``addmm_2d`` too (pointer loads: no bias tile in shared memory)."""
+    skinny and decode buckets for ``addmm_2d`` too (pointer loads: no bias tile in shared memory)."""
     own = config_key(name, dtype, bucket_name)
-    shares = name == "addmm_1d" or (name == "addmm_2d" and bucket_name.startswith("skinny|"))
+    shares = name == "addmm_1d" or (name == "addmm_2d" and bucket_name.startswith(("skinny|", "decode|")))
     return (own, config_key("matmul", dtype, bucket_name)) if shares else (own,)
 
 

@@ -2,8 +2,8 @@
 
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
-of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large and skinny
-buckets, and of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
+of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, skinny and
+decode buckets, and of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
 skinny buckets.  Skinny and split-K candidates keep their route's output tile
 (:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
 that divides the route's part step, and pointer indexing.
@@ -27,7 +27,8 @@ __all__ = ["CONFIG_PATH", "SLOTS", "SPLIT_K_KERNELS", "tuning_args", "tuning_can
 
 SPLIT_K_KERNELS = {"matmul_split_k": matmul_split_k_kernel, "split_k_reduce": split_k_reduce_kernel}
 """The split-K kernels by stored-config name (the tiled kernel's names are its epilogues')."""
-_SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096)}
+_SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096),
+           "decode": (1, 4096, 4096)}
 """(M, N, K) each bucket size is tuned on, for the tiled kernel."""
 _SPLIT_K_SHAPES = {"large|tn": (1536, 512, 20120), "large": (128, 4096, 4096), "skinny": (1, 1024, 4096)}
 """(M, N, K) the split-K kernels are tuned on: addmm's dW at its reference shape (``x.T @ grad``),
@@ -119,7 +120,7 @@ def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
     size = bucket.split("|")[0]
     if kernel_name == "split_k_reduce":
         return list(_REDUCE_CANDIDATES[size])
-    if size == "skinny":
+    if size in ("skinny", "decode"):
         return list(_SKINNY_CANDIDATES)
     if kernel_name == "matmul_split_k":
         return list(_SPLIT_K_CANDIDATES)
@@ -175,6 +176,7 @@ SLOTS = [
     *(("matmul", f"{size}|{layout}") for size in ("small", "large") for layout in ("nn", "nt", "tn")),
     *((name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in ("small", "large")),
     *(("matmul", f"skinny|{layout}") for layout in ("nn", "nt", "tn", "tt")),
+    *(("matmul", f"decode|{layout}") for layout in ("nn", "nt")),
     *(("matmul_split_k", f"large|{layout}") for layout in ("nn", "nt", "tn")),
     *(("matmul_split_k", f"skinny|{layout}") for layout in ("nn", "nt")),
     ("split_k_reduce", "large"),
@@ -184,8 +186,9 @@ SLOTS = [
 
 Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
 (``nt``, ``tn``; addmm's backward runs ``matmul`` too), both addmm kernels forward; skinny
-``matmul`` in the four layouts of decode (``nn``, ``nt``) and of an N-skinny problem computed
-transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), which the addmm kernels share; the
+``matmul`` in the four layouts of an M-skinny problem (``nn``, ``nt``) and of an N-skinny one
+computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
+the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; the
 split-K parts in the layouts of the default sweep's split problems, and in those of decode
 against too few columns to fill the GPU (e.g. 1x1024x4096, not in the sweep)."""
 

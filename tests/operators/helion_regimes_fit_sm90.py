@@ -22,12 +22,13 @@ from tests.operators.helion_sm90 import SM90_MAX_SHARED, report, shared_memory
 
 
 def checks() -> list[tuple[str, str, str]]:
-    """(stored key, kernel name, bucket) of every skinny or split-K config, and for the skinny
-    tiled ones each epilogue that shares matmul's config."""
+    """(stored key, kernel name, bucket) of every skinny, decode or split-K config, and for the
+    skinny and decode tiled ones each epilogue that shares matmul's config."""
     found = []
     for key in sorted(load_store(helion_impl.CONFIG_PATH)):
         name, dtype, bucket = split_key(key)
-        if dtype != "bfloat16" or not (name in helion_tuning.SPLIT_K_KERNELS or bucket.startswith("skinny")):
+        routed = name in helion_tuning.SPLIT_K_KERNELS or bucket.startswith(("skinny", "decode"))
+        if dtype != "bfloat16" or not routed:
             continue
         names = ("matmul", "addmm_1d", "addmm_2d") if name == "matmul" else (name,)
         found += [(key, each, bucket) for each in names]

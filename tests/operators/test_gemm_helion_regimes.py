@@ -36,7 +36,7 @@ def h200_plan(m: int, n: int, k: int) -> Plan:
 
 
 def _tiled(size: str | None = None, k: int = 0, swap: bool = False) -> Plan:
-    skinny = size == "skinny"
+    skinny = size in ("skinny", "decode")
     return Plan(Regime.SKINNY if skinny else Regime.TILED, Kernel.TILED, size, 1, k, swap, pointer=skinny)
 
 
@@ -54,9 +54,19 @@ def test_reference_addmm_backward_splits_only_the_long_k_weight_gradient(m: int,
     assert h200_plan(k, n, m) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 5, part_k)
 
 
-@pytest.mark.parametrize("m", [1, 16, 33, 64])
-def test_decode_shapes_take_the_skinny_route_on_the_tiled_kernel(m: int):
+@pytest.mark.parametrize("m", [16, 33, 64])
+def test_skinny_m_shapes_take_the_skinny_route_on_the_tiled_kernel(m: int):
     assert h200_plan(m, 4096, 4096) == _tiled("skinny", k=4096)  # 128+ programs of 16x32
+
+
+@pytest.mark.parametrize("m", [1, 8, 15])
+def test_decode_shapes_below_the_tiles_rows_take_the_skinny_route_on_decode_configs(m: int):
+    assert h200_plan(m, 4096, 4096) == _tiled("decode", k=4096)
+
+
+def test_few_columns_are_not_decode():
+    # N = 8 is computed transposed as an 8-row problem, but stays on the skinny configs
+    assert h200_plan(8192, 8, 8192).size == "skinny"
 
 
 def test_skinny_n_is_computed_transposed():
@@ -125,12 +135,13 @@ def test_every_regime_has_a_helion_route_with_a_reason():
 
 STORED = load_store(helion_impl.CONFIG_PATH)
 ROUTE_OF_SIZE = {"skinny": helion_dispatch.ROUTES[Regime.SKINNY],
+                 "decode": helion_dispatch.ROUTES[Regime.SKINNY],
                  "large": helion_dispatch.ROUTES[Regime.SPLIT_K]}
 
 
 def _split_or_skinny_slots() -> list[tuple[str, str]]:
     return [(name, bucket) for name, bucket in helion_tuning.SLOTS
-            if name in helion_tuning.SPLIT_K_KERNELS or bucket.startswith("skinny")]
+            if name in helion_tuning.SPLIT_K_KERNELS or bucket.startswith(("skinny", "decode"))]
 
 
 def test_every_split_and_skinny_slot_is_stored_in_bf16_and_every_stored_key_is_a_slot():
@@ -156,20 +167,27 @@ def test_split_and_skinny_configs_keep_their_routes_tile_whole_parts_and_pointer
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
-@pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
+@pytest.mark.parametrize("bucket", ["skinny|nn", "skinny|nt", "skinny|tn", "skinny|tt",
+                                    "decode|nn", "decode|nt"])
 @pytest.mark.parametrize("name", list(helion_impl.EPILOGUES))
-def test_the_skinny_bucket_never_falls_back_on_a_tensor_descriptor_config(name: str, layout: str,
-                                                                          dtype: torch.dtype):
-    # In bf16 a skinny call has a skinny config of its own (matmul's for the addmm kernels); in the
-    # other dtypes nothing is stored, so Helion's default (pointer-indexed) runs.  Whatever the
-    # store holds, the call fixes pointer indexing (the next test).
-    choice = choose_config(STORED, helion_impl.config_keys(name, dtype, f"skinny|{layout}"),
-                           helion_impl.bucket_place)
+def test_the_skinny_and_decode_buckets_never_fall_back_on_a_tensor_descriptor_config(
+        name: str, bucket: str, dtype: torch.dtype):
+    # In bf16 a skinny or decode call has a config of its own bucket (matmul's for the addmm
+    # kernels); in the other dtypes nothing is stored, so Helion's default (pointer-indexed) runs.
+    # Whatever the store holds, the call fixes pointer indexing (the next test).
+    choice = choose_config(STORED, helion_impl.config_keys(name, dtype, bucket), helion_impl.bucket_place)
     if dtype != torch.bfloat16:
         assert choice.key is None
         return
-    assert choice.note is None and split_key(choice.key)[::2] == ("matmul", f"skinny|{layout}")
+    assert choice.note is None and split_key(choice.key)[::2] == ("matmul", bucket)
     assert STORED[choice.key]["indexing"] == "pointer"
+
+
+def test_a_decode_bucket_missing_from_the_store_takes_the_skinny_one_of_its_layout():
+    without_decode = {key: config for key, config in STORED.items() if "|decode|" not in key}
+    choice = choose_config(without_decode, helion_impl.config_keys("matmul", torch.bfloat16, "decode|nt"),
+                           helion_impl.bucket_place)
+    assert choice.key == "matmul|bfloat16|skinny|nt" and "nearest stored bucket" in choice.note
 
 
 # Shapes of their own: a bound kernel keeps the config of its first call for the session.
@@ -212,4 +230,4 @@ def test_split_and_skinny_configs_compile_for_sm90_within_shared_memory():
     # Compiles kernels, which the interpreter this session runs cannot.
     check_run = run_compiling(Path(__file__).with_name("helion_regimes_fit_sm90.py"))
     assert check_run.returncode == 0, check_run.stdout + check_run.stderr
-    assert check_run.stdout.count("bytes of shared memory") == 19, check_run.stdout
+    assert check_run.stdout.count("bytes of shared memory") == 25, check_run.stdout
