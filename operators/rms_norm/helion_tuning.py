@@ -58,15 +58,15 @@ def tuning_args(
         raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(helion_impl.KERNELS)}")
     rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
     args = (torch.randn_like(x), x, weight, rstd)
-    if kernel_name == "rms_norm_bwd_stripe":
-        return (*args, torch.randn(m, dtype=torch.float32, device=device))
     if helion_impl.takes_sm_grid(kernel_name):
         return (*args, helion_impl.sm_grid(torch.device(device)))
     return args
 
 
 def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
-    """A short list of plausible H200 configs for ``helion_impl.KERNELS[kernel_name]`` on rows of width ``n``.
+    """A short list of plausible H200 configs for ``helion_impl.KERNELS[kernel_name]`` on rows of width ``n``
+    (the kernels :func:`kernels_for_width` names at a stored width; the two-pass backward of wider
+    rows has no stored bucket and runs on the nearest one's or Helion's default config).
 
     The first candidate mirrors the Triton launch heuristics (checked with ``ptxas`` for sm_90: no
     spills, about 32 warps resident per SM); the others vary one knob each, except for
@@ -76,14 +76,13 @@ def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
     candidates = {
         "rms_norm_fwd": _fwd_candidates,
         "rms_norm_bwd": _bwd_candidates,
-        "rms_norm_bwd_row_dot": _row_dot_candidates,
-        "rms_norm_bwd_stripe": _stripe_candidates,
         "rms_norm_bwd_shared_rows": _shared_rows_candidates,
         "rms_norm_bwd_row_split": _row_split_candidates,
         "rms_norm_dw_sum": _dw_sum_candidates,
     }
     if kernel_name not in candidates:
-        raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(helion_impl.KERNELS)}")
+        raise ValueError(f"no tuning candidates for kernel {kernel_name!r}; "
+                         f"expected one of {sorted(candidates)}")
     return candidates[kernel_name](width)
 
 
@@ -131,35 +130,6 @@ def _bwd_candidates(width: int) -> list[helion.Config]:
         for stages in ((0, 3, 4) if width < 16384 else (0, 3))
     ]
     return [helion.Config(**config) for config in configs]
-
-
-def _row_dot_candidates(_width: int) -> list[helion.Config]:
-    # Any width (the split backward serves rows wider than 16384): one row per program in
-    # column tiles of 16 values per thread, like a plain reduction.
-    base = {"block_sizes": [1, 4096], "num_warps": 8}
-    variants = [
-        {},
-        {"block_sizes": [1, 8192], "num_warps": 16},
-        {"block_sizes": [2, 4096], "num_warps": 16},
-        {"block_sizes": [1, 2048], "num_warps": 4},
-        {"range_num_stages": [0, 2]},
-    ]
-    return _unique(base, variants)
-
-
-def _stripe_candidates(_width: int) -> list[helion.Config]:
-    # Any width. Block sizes: rows per group (one partial dw row each), stripe width, rows per step.
-    # 32 values per thread; groups sized so that M = 4096 gives several programs per SM.
-    base = {"block_sizes": [256, 1024, 8], "num_warps": 8}
-    variants = [
-        {},
-        {"block_sizes": [128, 1024, 8]},
-        {"block_sizes": [512, 1024, 8]},
-        {"block_sizes": [256, 2048, 4]},
-        {"block_sizes": [256, 512, 16]},
-        {"block_sizes": [256, 1024, 4], "num_warps": 4},
-    ]
-    return _unique(base, variants)
 
 
 def _shared_rows_candidates(_width: int) -> list[helion.Config]:
