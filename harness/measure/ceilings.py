@@ -117,23 +117,17 @@ def _best_gbps(name: str, numel: int, device: str, timer: Timer) -> float:
     return max(nbytes / (timer.measure(call).p50 * 1e-3) / 1e9 for call in calls)
 
 
-def measure_traffic_gbps(device: str, settings: TimerSettings) -> dict[str, float]:
-    """GB/s of each of :data:`TRAFFIC_PATTERNS` (bytes read plus bytes written over the median),
-    the best of PyTorch's kernel and, on a GPU, a Triton one.
+def measure_traffic_gbps(device: str, settings: TimerSettings,
+                         patterns: tuple[str, ...] = TRAFFIC_PATTERNS) -> dict[str, float]:
+    """GB/s of each of ``patterns`` (by default every one of :data:`TRAFFIC_PATTERNS`; bytes read
+    plus bytes written over the median), the best of PyTorch's kernel and, on a GPU, a Triton one.
 
     Timed with plain launches even when the run replays CUDA graphs: a captured ``copy_``
     becomes a memcpy node that runs on the copy engines (about 2.8 TB/s on the H200, against
     4.26 TB/s for the copy kernel the backends compete with).
     """
     timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
-    return {name: _best_gbps(name, _numel(device), device, timer) for name in TRAFFIC_PATTERNS}
-
-
-def measure_copy_gbps(device: str, settings: TimerSettings) -> float:
-    """Device-to-device copy bandwidth, counting bytes read plus bytes written, in GB/s (the best
-    of PyTorch's copy and, on a GPU, the Triton one)."""
-    timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
-    return _best_gbps("copy", _numel(device), device, timer)
+    return {name: _best_gbps(name, _numel(device), device, timer) for name in patterns}
 
 
 def _numel(device: str) -> int:

@@ -1,8 +1,8 @@
 """16-byte aligned row pitches for the gemm kernels' TMA tensor descriptors.
 
-A TMA descriptor needs a 16-byte aligned base address and row pitch.  A bf16 (4097, 4097)
-matrix has rows of 8194 bytes, so the kernels would fall back to pointer loads (on the H200:
-~109 TFLOP/s against ~750 for aligned shapes).  Instead:
+A TMA descriptor needs a 16-byte aligned base address and row pitch; a bf16 (4097, 4097)
+matrix has rows of 8194 bytes, so the kernels would fall back to pointer loads, ~7x slower on
+the H200 (``results/h200/gemm/NOTES.md``).  Instead:
 
 * **Operands** (:func:`aligned_operand`) are copied, only when misaligned, into a tensor whose
   rows are padded to a multiple of 16 bytes (``torch.empty_strided``), with the original shape
@@ -20,9 +20,8 @@ matrix has rows of 8194 bytes, so the kernels would fall back to pointer loads (
   of a leaf comes back in this layout, ``AccumulateGrad`` makes the contiguous copy it would
   make anyway.
 
-Cost: one read and one write of each misaligned operand, e.g. 2 x 33.6 MB for a bf16
-(4097, 4097) matrix, ~16 us at the H200's ~4.2 TB/s copy rate, against ~1 ms for the matmul
-itself (cuBLAS, 132 TFLOP/s at that shape); nothing for aligned operands and for outputs.
+Cost: one read and one write of each misaligned operand (about 16 us for a bf16 4097^2 one on the
+H200: ``results/h200/gemm/NOTES.md``, second round), nothing for aligned ones and for outputs.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import torch
 from harness.measure import ceilings
 from harness.measure.ceiling_kernels import BLOCK, pattern_call
 from harness.measure.timing import SampleStats
+from harness.settings import TimerSettings
 
 
 @pytest.mark.parametrize("numel", [BLOCK, 2 * BLOCK + 477])
@@ -35,3 +36,12 @@ def test_a_ceiling_is_the_fastest_of_its_patterns_calls(monkeypatch: pytest.Monk
             return SampleStats(ms, ms, ms, 10)
 
     assert ceilings._best_gbps("copy", 1, "cuda", Timer()) == pytest.approx(4000.0)
+
+
+def test_traffic_ceilings_are_measured_for_the_patterns_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = []
+    monkeypatch.setattr(ceilings, "_best_gbps", lambda name, numel, device, timer: asked.append(name) or 1.0)
+    settings = TimerSettings.default("cpu")
+    assert ceilings.measure_traffic_gbps("cpu", settings, ("copy",)) == {"copy": 1.0}
+    assert asked == ["copy"]
+    assert set(ceilings.measure_traffic_gbps("cpu", settings)) == set(ceilings.TRAFFIC_PATTERNS)

@@ -14,7 +14,7 @@ import json
 import torch
 
 from harness.device import prepare_backends
-from harness.measure.ceilings import measure_copy_gbps
+from harness.measure.ceilings import measure_traffic_gbps
 from harness.measure.timing import Timer, make_timer
 from harness.settings import TimerSettings
 from operators.rms_norm import triton_impl
@@ -42,7 +42,7 @@ def shapes_from(texts: list[str] | None, default: list[tuple[int, int]]) -> list
 def start_gpu_timing() -> tuple[Timer, float]:
     """Prepare the CUDA backends; return the probes' timer and the copy bandwidth it measures (GB/s)."""
     prepare_backends("cuda")
-    return make_timer("cuda", PROBE_TIMER), measure_copy_gbps("cuda", PROBE_TIMER)
+    return make_timer("cuda", PROBE_TIMER), measure_traffic_gbps("cuda", PROBE_TIMER, ("copy",))["copy"]
 
 
 def write_records(path: str, records: list[dict]) -> None:
