@@ -16,6 +16,9 @@ CUDA_WARMUP_MS, CUDA_REP_MS = 25.0, 100.0
 CPU_WARMUP_MS, CPU_REP_MS = 5.0, 50.0
 TUNE_WARMUP_MS, TUNE_REP_MS = 10.0, 50.0
 """The budgets ``run.py tune`` times each candidate config with (``--rep`` overrides the second)."""
+FLUSHES = ("clean", "dirty")
+"""How the timer flushes L2 before each sample: a read pass (leaves it clean) or a write."""
+DEFAULT_FLUSH = FLUSHES[0]
 
 
 @dataclass(frozen=True)
@@ -25,12 +28,12 @@ class TimerSettings:
     warmup_ms: float
     rep_ms: float
     cudagraph: bool = False
-    flush: str = "clean"
+    flush: str = DEFAULT_FLUSH
     """How L2 is flushed before each CUDA sample: ``clean`` (a read pass) or ``dirty`` (a write)."""
 
     @classmethod
     def default(cls, device: str, warmup_ms: float | None = None, rep_ms: float | None = None,
-                cudagraph: bool = False, flush: str = "clean") -> TimerSettings:
+                cudagraph: bool = False, flush: str = DEFAULT_FLUSH) -> TimerSettings:
         """The device's default budgets, with any of them overridden."""
         cuda = device == "cuda"
         return cls(

@@ -17,9 +17,8 @@ from harness.cli.args import (
     validate_choices,
 )
 from harness.measure.metrics import DEFAULT_METRICS, METRICS
-from harness.measure.timing import FLUSHES
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS
+from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS, DEFAULT_FLUSH, FLUSHES
 
 EXAMPLES = """examples:
   python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps
@@ -80,7 +79,7 @@ def build_parser() -> OneLineParser:
     add("--rep", type=non_negative_float,
         help=f"measurement budget in ms (default {CUDA_REP_MS:g} on CUDA, {CPU_REP_MS:g} on CPU)")
     add("--cudagraph", action="store_true", help="time replays of a captured CUDA graph")
-    add("--l2-flush", choices=FLUSHES, default="clean",
+    add("--l2-flush", choices=FLUSHES, default=DEFAULT_FLUSH,
         help="how L2 is flushed before each CUDA sample: clean (a read pass, the default) or dirty "
              "(a write, as triton.testing.do_bench does)")
     add("--rtol", type=non_negative_float, help="relative tolerance (overrides the per-dtype default)")

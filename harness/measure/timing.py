@@ -28,10 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from harness.settings import TimerSettings
+from harness.settings import FLUSHES, TimerSettings
 
-FLUSHES = ("clean", "dirty")
-"""How the timer flushes L2 before each sample: a read pass (leaves it clean) or a write."""
 MIN_SAMPLES = 10
 MAX_SAMPLES = 1000
 SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer

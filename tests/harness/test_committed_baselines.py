@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from harness.compare.verdicts import Settings, judge
-from harness.measure.timing import FLUSHES
 from harness.operator import Mode
 from harness.registry import operator_names
 from harness.report.results import read_json
+from harness.settings import FLUSHES
 from tests.helpers import ROOT
 
 BASELINES = sorted((ROOT / "results" / "baselines" / "h200").glob("*.json"))
