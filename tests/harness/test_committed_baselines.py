@@ -73,3 +73,12 @@ def test_the_workflow_reads_each_baselines_flush(path):
                            check=True).stdout.strip()
     assert flush == ("clean" if path.stem in RETAKEN_WITH_THE_CLEAN_FLUSH else "dirty")
     assert flush in FLUSHES
+
+
+def test_the_workflow_gates_every_registered_operator_in_every_mode():
+    text = WORKFLOW.read_text()
+    code = re.search(r"OPS=\$\(python -c '([^']+)'\)", text).group(1)
+    ops = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout.split()
+    assert ops == operator_names()
+    assert set(re.search(r"MODES: (.+)", text).group(1).split()) == MODES
