@@ -183,7 +183,7 @@ BWD_KERNELS: dict[BwdStrategy, BwdKernels] = {
     BwdStrategy.KEPT_INPUT: ONE_PASS_BWD,  # which keeps bf16 input itself from 8193 wide
     BwdStrategy.KEPT_INPUT_FEW_ROWS: ONE_PASS_BWD,  # its grid is sized from the SM count anyway
     BwdStrategy.ROW_SPLIT: ROW_SPLIT_BWD,
-    BwdStrategy.ROW_SPLIT_WIDE: TWO_PASS_BWD,  # no row split stored
+    BwdStrategy.ROW_SPLIT_WIDE: TWO_PASS_BWD,  # no row-split config stored that wide
     BwdStrategy.SHARED_ROWS: SHARED_ROWS_BWD,  # each tile of a row reduces it whole
     BwdStrategy.TWO_PASS: TWO_PASS_BWD,
 }

@@ -47,7 +47,8 @@ class BwdStrategy(enum.Enum):
     ROW_SPLIT = "row_split"
     """Each row in column parts, one program each, adding up the row sum through share cells."""
     ROW_SPLIT_WIDE = "row_split_wide"
-    """:attr:`ROW_SPLIT` on rows wider than Helion's row split takes (Helion runs :attr:`TWO_PASS`)."""
+    """:attr:`ROW_SPLIT` on rows 65536 wide and more, where Helion has no stored row-split config
+    and runs :attr:`TWO_PASS`."""
     SHARED_ROWS = "shared_rows"
     """Rows of :attr:`ROW_SPLIT`'s widths that the row split cannot take: Helion shares each row
     among tiles that each reduce it whole, Triton runs :attr:`TWO_PASS`."""
