@@ -30,12 +30,12 @@ from operators.rms_norm import triton_wide
 from operators.rms_norm.custom_ops import define_rms_norm_ops
 from operators.rms_norm.strategy import check_inputs
 from operators.rms_norm.triton_plans import (
-    GRID_DEPENDENCY_CONTROL,
     BwdKernel,
     BwdPlan,
     FwdPlan,
     bwd_plan,
     fwd_plan,
+    grid_dependency_control,
     let_dw_sum_launch,
     persistent_grid,
     wait_for_dw_partials,
@@ -101,7 +101,7 @@ def _rms_norm_fwd_looped_kernel(x_ptr, w_ptr, y_ptr, rstd_ptr, eps, N: tl.conste
 @triton.jit
 def _rms_norm_bwd_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """One-pass backward over blocks of ``BLOCK_M`` whole rows, strided across programs.
 
@@ -109,8 +109,9 @@ def _rms_norm_bwd_kernel(
     The program's ``sum(dy * xhat)`` over its rows is fp32 row ``pid`` of ``dw_partial``
     [programs, N].  ``BLOCK_N >= N``; the row loop has ``NUM_STAGES`` pipeline stages.  ``N`` is
     compiled in, so rows whose width is a multiple of 8 but not 16 still load 16 bytes at a time.
+    ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
     """
-    let_dw_sum_launch()
+    let_dw_sum_launch(USE_PDL)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -138,13 +139,14 @@ def _rms_norm_bwd_kernel(
 
 
 @triton.jit
-def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
+                     USE_PDL: tl.constexpr):
     """``out[j] = sum_i partial[i, j]`` over the fp32 rows of ``partial`` [P, N], cast to ``out``'s dtype.
 
-    Launched as a programmatic dependent of the kernel that wrote ``partial``, its programs may
-    start while that kernel runs; they wait for it to finish before reading.
+    With ``USE_PDL`` it is launched as a programmatic dependent of the kernel that wrote
+    ``partial``: its programs may start while that kernel runs and wait for it to finish before reading.
     """
-    wait_for_dw_partials()
+    wait_for_dw_partials(USE_PDL)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     acc = tl.zeros([BLOCK_P, BLOCK_N], dtype=tl.float32)
@@ -194,19 +196,21 @@ def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Te
     programs, n = dw_partial.shape
     dw = torch.empty_like(weight)
     block_p, block_n = _sum_rows_tile(programs)
-    launch = dict(launch_pdl=True) if GRID_DEPENDENCY_CONTROL else {}
+    use_pdl = grid_dependency_control(dw_partial.device)
+    launch = dict(launch_pdl=True) if use_pdl else {}
     _sum_rows_kernel[(triton.cdiv(n, block_n),)](
-        dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, num_warps=4, **launch
+        dw_partial, dw, programs, n, BLOCK_P=block_p, BLOCK_N=block_n, USE_PDL=use_pdl, num_warps=4, **launch
     )
     return dw
 
 
-def one_pass_kernel(plan: BwdPlan) -> tuple[triton.JITFunction, dict]:
-    """The kernel of a one-pass ``plan`` and its launch keywords (constexprs and ``num_warps``)."""
+def one_pass_kernel(plan: BwdPlan, use_pdl: bool) -> tuple[triton.JITFunction, dict]:
+    """The kernel of a one-pass ``plan`` and its launch keywords (constexprs and ``num_warps``),
+    ``USE_PDL`` being ``use_pdl`` (:func:`grid_dependency_control` of the device)."""
     if plan.kernel is not BwdKernel.ONE_PASS:
-        return triton_wide.one_pass_variant(plan)
-    return _rms_norm_bwd_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
-                                      NUM_STAGES=plan.num_stages, num_warps=plan.num_warps)
+        return triton_wide.one_pass_variant(plan, use_pdl)
+    return _rms_norm_bwd_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
+                                      USE_PDL=use_pdl, num_warps=plan.num_warps)
 
 
 def _launch_one_pass_bwd(
@@ -215,7 +219,7 @@ def _launch_one_pass_bwd(
 ) -> torch.Tensor:
     """Run the one-pass backward into ``dx``; returns the partial ``dw`` rows."""
     m, n = x.shape
-    kernel, meta = one_pass_kernel(plan)
+    kernel, meta = one_pass_kernel(plan, grid_dependency_control(x.device))
     if plan.rows_per_program is not None:
         programs = triton.cdiv(m, plan.rows_per_program)
     else:

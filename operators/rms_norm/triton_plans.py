@@ -203,28 +203,26 @@ def persistent_grid(kernel: triton.JITFunction, args: tuple, meta: dict, device:
     return min(_resident_programs[key], work)
 
 
-def _grid_dependency_control() -> bool:
-    """Whether this process's kernels can use ``griddepcontrol``: compiled (not Triton's CPU
-    interpreter) for a GPU of compute capability 9.0 or later, the first with the instruction."""
+@functools.cache
+def grid_dependency_control(device: torch.device) -> bool:
+    """Whether kernels launched on ``device`` use ``griddepcontrol`` and the ``dw`` sum is a
+    programmatic dependent launch: compiled (not Triton's CPU interpreter) for a GPU of compute
+    capability 9.0 or later, the first with the instruction.  Passed to the kernels as ``USE_PDL``."""
     interpreted = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
-    return not interpreted and torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
-
-
-GRID_DEPENDENCY_CONTROL: tl.constexpr = tl.constexpr(_grid_dependency_control())
-"""Whether kernels issue ``griddepcontrol`` instructions and the ``dw`` sum is a programmatic
-dependent launch (the capability of the current GPU when this module is imported)."""
+    return not interpreted and device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
 
 
 @triton.jit
-def let_dw_sum_launch():
-    """Let the partial-``dw`` sum, launched as a programmatic dependent, start its programs now;
-    they wait in :func:`wait_for_dw_partials` until this kernel has finished."""
-    if GRID_DEPENDENCY_CONTROL:
+def let_dw_sum_launch(USE_PDL: tl.constexpr):
+    """With ``USE_PDL``, let the partial-``dw`` sum, launched as a programmatic dependent, start its
+    programs now; they wait in :func:`wait_for_dw_partials` until this kernel has finished."""
+    if USE_PDL:
         gdc_launch_dependents()
 
 
 @triton.jit
-def wait_for_dw_partials():
-    """In a programmatic dependent launch, wait until the kernel launched before it has finished."""
-    if GRID_DEPENDENCY_CONTROL:
+def wait_for_dw_partials(USE_PDL: tl.constexpr):
+    """With ``USE_PDL`` (a programmatic dependent launch), wait until the kernel launched before
+    it has finished."""
+    if USE_PDL:
         gdc_wait()

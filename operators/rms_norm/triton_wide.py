@@ -13,7 +13,13 @@ import torch
 import triton
 import triton.language as tl
 
-from operators.rms_norm.triton_plans import BwdKernel, BwdPlan, let_dw_sum_launch, persistent_grid
+from operators.rms_norm.triton_plans import (
+    BwdKernel,
+    BwdPlan,
+    grid_dependency_control,
+    let_dw_sum_launch,
+    persistent_grid,
+)
 
 _SHARE_READY: tl.constexpr = tl.constexpr(1 << 32)
 """The ready flag in the high word of a row-split share cell (64 bits: the share's fp32 bits below)."""
@@ -25,7 +31,7 @@ _ROW_DOT_BLOCK_N = 4096
 @triton.jit
 def _rms_norm_bwd_prefetch_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """The one-pass backward with the next block of rows loaded into registers ahead of use.
 
@@ -36,8 +42,9 @@ def _rms_norm_bwd_prefetch_kernel(
     stores the current one, so the reduction and the ``dx`` stores overlap the next block's DRAM
     latency without a trip through shared memory.  Precondition: ``programs * BLOCK_M * N < 2**31``
     (the step is an int32 product; an int64 step ran 5-8% slower, ``ab_prefetch.txt``).
+    ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
     """
-    let_dw_sum_launch()
+    let_dw_sum_launch(USE_PDL)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -84,7 +91,7 @@ def _fp32_again(v):
 @triton.jit
 def _rms_norm_bwd_kept_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
-    BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """One-pass backward, one row a step strided over the grid, ``x`` and ``dy`` kept in their dtype.
 
@@ -94,8 +101,9 @@ def _rms_norm_bwd_kept_kernel(
     for ``dx`` and ``dw``, so only their 16-bit copies live across the sum: at 16384 wide the row,
     the ``dw`` accumulator and ``w`` then fit in registers without spilling (probe 11).  The row
     loop has ``NUM_STAGES`` software-pipeline stages (more than one lost, probe 28).
+    ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
     """
-    let_dw_sum_launch()
+    let_dw_sum_launch(USE_PDL)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -139,7 +147,7 @@ def _row_sum_of_shares(cell_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
 @triton.jit
 def _rms_norm_bwd_row_split_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, cell_ptr, M, N,
-    PARTS: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr,
+    PARTS: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """One-pass backward with each row split into ``PARTS`` parts, one program each.
 
@@ -158,8 +166,9 @@ def _rms_norm_bwd_row_split_kernel(
     Preconditions: every program of a group is resident at once (a persistent grid); ``cell``
     (int64, ``PARTS`` per row, where Helion's exchange has a fixed 16) is zero on entry; ``SLOTS``,
     the cells a row's sum reads at once, is ``PARTS`` rounded up to a power of two.
+    ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
     """
-    let_dw_sum_launch()
+    let_dw_sum_launch(USE_PDL)
     pid = tl.program_id(0)
     part = pid % PARTS
     group = pid // PARTS
@@ -220,7 +229,7 @@ def _rms_norm_bwd_row_dot_kernel(
 @triton.jit
 def _rms_norm_bwd_stripe_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, c_ptr, dx_ptr, dw_partial_ptr, M, N, ROWS_PER_PROGRAM,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """Second kernel of the two-pass backward, over a ``BLOCK_N``-wide stripe of columns.
 
@@ -228,9 +237,10 @@ def _rms_norm_bwd_stripe_kernel(
     ``[j * ROWS_PER_PROGRAM, (j + 1) * ROWS_PER_PROGRAM)``, ``BLOCK_M`` a step, and, with ``c``
     from :func:`_rms_norm_bwd_row_dot_kernel`, writes ``dx = rstd * (dy * w - x * rstd * c)``; it
     keeps the stripe's ``sum(dy * x * rstd)`` over its rows in registers and stores it in fp32 row
-    ``j`` of ``dw_partial`` [cdiv(M, ROWS_PER_PROGRAM), N].
+    ``j`` of ``dw_partial`` [cdiv(M, ROWS_PER_PROGRAM), N].  ``USE_PDL``: let the ``dw`` sum
+    launch early (:func:`let_dw_sum_launch`).
     """
-    let_dw_sum_launch()
+    let_dw_sum_launch(USE_PDL)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_mask = cols < N
     w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
@@ -253,15 +263,16 @@ def _rms_norm_bwd_stripe_kernel(
     tl.store(dw_partial_ptr + tl.program_id(1).to(tl.int64) * N + cols, dw, mask=col_mask)
 
 
-def one_pass_variant(plan: BwdPlan) -> tuple[triton.JITFunction, dict]:
+def one_pass_variant(plan: BwdPlan, use_pdl: bool) -> tuple[triton.JITFunction, dict]:
     """The kernel of a ``ONE_PASS_KEPT`` or ``ONE_PASS_PREFETCH`` plan and its launch keywords
-    (constexprs and ``num_warps``); the launch is that of the plain one-pass kernel."""
+    (constexprs, ``USE_PDL`` being ``use_pdl``, and ``num_warps``); the launch is that of the
+    plain one-pass kernel."""
     if plan.kernel is BwdKernel.ONE_PASS_KEPT:
         return _rms_norm_bwd_kept_kernel, dict(BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
-                                               num_warps=plan.num_warps)
+                                               USE_PDL=use_pdl, num_warps=plan.num_warps)
     if plan.kernel is BwdKernel.ONE_PASS_PREFETCH:
         return _rms_norm_bwd_prefetch_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
-                                                   num_warps=plan.num_warps)
+                                                   USE_PDL=use_pdl, num_warps=plan.num_warps)
     raise ValueError(f"not a one-pass variant: {plan}")
 
 
@@ -281,7 +292,8 @@ def launch_row_split(
     m, n = x.shape
     block_n = plan.block_n if x.device.type == "cuda" else triton.next_power_of_2(n)
     parts = triton.cdiv(n, block_n)
-    meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n, num_warps=plan.num_warps)
+    meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n,
+                USE_PDL=grid_dependency_control(x.device), num_warps=plan.num_warps)
     cells = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
     probe_args = (grad_out, x, weight, rstd, dx, rstd, cells, m, n)  # ``rstd`` stands in for dw_partial
     resident = persistent_grid(_rms_norm_bwd_row_split_kernel, probe_args, meta, x.device, m * parts)
@@ -313,6 +325,7 @@ def launch_two_pass(
     dw_partial = torch.empty(groups, n, dtype=torch.float32, device=x.device)
     _rms_norm_bwd_stripe_kernel[(triton.cdiv(n, plan.block_n), groups)](
         grad_out, x, weight, rstd, c, dx, dw_partial, m, n, rows_per_program,
-        BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, num_warps=plan.num_warps,
+        BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, USE_PDL=grid_dependency_control(x.device),
+        num_warps=plan.num_warps,
     )
     return dw_partial

@@ -216,6 +216,62 @@ def test_triton_launch_plans_match_reference(plan):
     assert_matches_reference((y, dx, dw), expected, torch.float32)
 
 
+class _KeywordSpy:
+    """Stands in for a jitted kernel: records each launch's keywords, then runs it unless ``run`` is False."""
+
+    def __init__(self, kernel: triton.JITFunction, run: bool = True):
+        self.kernel, self.run, self.launches = kernel, run, []
+
+    def __getitem__(self, grid: tuple):
+        def launch(*args, **kwargs):
+            self.launches.append(kwargs)
+            return self.kernel[grid](*args, **kwargs) if self.run else None
+        return launch
+
+
+@pytest.mark.parametrize("plan", ["row_pairs", "two_pass", "kept", "row_split"])
+def test_cpu_launches_use_no_programmatic_dependent_launch(monkeypatch, plan):
+    # On the CPU (the interpreter) every backward kernel gets USE_PDL=False and the dw sum no
+    # launch_pdl; the decision is the launch device's, not the one of the module's import.
+    assert not triton_plans.grid_dependency_control(torch.device("cpu"))
+    main_kernels = {"row_pairs": (triton_impl, "_rms_norm_bwd_kernel"),
+                    "two_pass": (triton_wide, "_rms_norm_bwd_stripe_kernel"),
+                    "kept": (triton_wide, "_rms_norm_bwd_kept_kernel"),
+                    "row_split": (triton_wide, "_rms_norm_bwd_row_split_kernel")}
+    module, name = main_kernels[plan]
+    main, dw_sum = _KeywordSpy(getattr(module, name)), _KeywordSpy(triton_impl._sum_rows_kernel)
+    monkeypatch.setattr(module, name, main)
+    monkeypatch.setattr(triton_impl, "_sum_rows_kernel", dw_sum)
+    x, weight, dy = torch.randn(M, 200), torch.randn(200), torch.randn(M, 200)
+    y, rstd = triton_impl.launch_fwd(x, weight, EPS, PLANS[plan][0])
+    dx, dw = triton_impl.launch_bwd(dy, x, weight, rstd, PLANS[plan][1])
+    assert_matches_reference((y, dx, dw), reference(x, weight, dy), torch.float32)
+    assert [launch["USE_PDL"] for launch in main.launches + dw_sum.launches] == [False, False]
+    assert "launch_pdl" not in dw_sum.launches[0]
+
+
+def test_programmatic_dependent_launch_is_decided_per_device(monkeypatch, request):
+    # Compiled, only devices of capability 9.0 or later take it; the dw sum's launch_pdl and
+    # USE_PDL come from the same decision.
+    request.addfinalizer(triton_plans.grid_dependency_control.cache_clear)
+    capabilities = {0: (9, 0), 1: (8, 0)}
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: capabilities[device.index])
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    triton_plans.grid_dependency_control.cache_clear()
+    assert triton_plans.grid_dependency_control(torch.device("cuda", 0))
+    assert not triton_plans.grid_dependency_control(torch.device("cuda", 1))
+    assert not triton_plans.grid_dependency_control(torch.device("cpu"))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    triton_plans.grid_dependency_control.cache_clear()
+    assert not triton_plans.grid_dependency_control(torch.device("cuda", 0))
+
+    dw_sum = _KeywordSpy(triton_impl._sum_rows_kernel, run=False)
+    monkeypatch.setattr(triton_impl, "_sum_rows_kernel", dw_sum)
+    monkeypatch.setattr(triton_impl, "grid_dependency_control", lambda device: True)
+    triton_impl.sum_partial_rows(torch.randn(4, 8), torch.randn(8))
+    assert dw_sum.launches[0]["USE_PDL"] is True and dw_sum.launches[0]["launch_pdl"] is True
+
+
 @pytest.mark.parametrize("rows", [37, 600])
 def test_partial_dw_rows_sum_to_weight_dtype(rows):
     # 37 rows: one masked step of 64 rows, the last of four 64-wide column blocks masked;
