@@ -133,11 +133,12 @@ def _publish_share(cell_ptr, row, part, share, PARTS: tl.constexpr):
 
 
 @triton.jit
-def _row_sum_of_shares(cell_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+def _row_sum_of_shares(cell_ptr, row, PARTS: tl.constexpr, CELLS: tl.constexpr):
     """Wait until every part of ``row`` has published its share, then add the shares (in the
-    same fixed order in every part, so they all get the same sum)."""
+    same fixed order in every part, so they all get the same sum).  ``CELLS``, the cells read at
+    once, is ``PARTS`` rounded up to a power of two."""
     row_cells = cell_ptr + tl.cast(row, tl.int64) * PARTS
-    cells = tl.arange(0, SLOTS)
+    cells = tl.arange(0, CELLS)
     published = tl.load(row_cells + cells, mask=cells < PARTS, other=_SHARE_READY, volatile=True)
     while tl.min(published >> 32, axis=0) == 0:
         published = tl.load(row_cells + cells, mask=cells < PARTS, other=_SHARE_READY, volatile=True)
@@ -147,7 +148,7 @@ def _row_sum_of_shares(cell_ptr, row, PARTS: tl.constexpr, SLOTS: tl.constexpr):
 @triton.jit
 def _rms_norm_bwd_row_split_kernel(
     dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, cell_ptr, M, N,
-    PARTS: tl.constexpr, SLOTS: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
+    PARTS: tl.constexpr, CELLS: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """One-pass backward with each row split into ``PARTS`` parts, one program each.
 
@@ -164,7 +165,7 @@ def _rms_norm_bwd_row_split_kernel(
     and finishes ``r`` (81% of copy bandwidth against 51% waiting in the same step, probe 18).
     Rows stay in their input dtype and are converted again for ``dx`` (:func:`_fp32_again`).
     Preconditions: every program of a group is resident at once (a persistent grid); ``cell``
-    (int64, ``PARTS`` per row, where Helion's exchange has a fixed 16) is zero on entry; ``SLOTS``,
+    (int64, ``PARTS`` per row, where Helion's exchange has a fixed 16) is zero on entry; ``CELLS``,
     the cells a row's sum reads at once, is ``PARTS`` rounded up to a power of two.
     ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
     """
@@ -193,7 +194,7 @@ def _rms_norm_bwd_row_split_kernel(
             share = tl.sum(dy_next.to(tl.float32) * w * x_next.to(tl.float32), axis=0)
             _publish_share(cell_ptr, row + groups, part, share, PARTS)
         rstd = tl.load(rstd_ptr + row)
-        c = _row_sum_of_shares(cell_ptr, row, PARTS, SLOTS) * rstd / N
+        c = _row_sum_of_shares(cell_ptr, row, PARTS, CELLS) * rstd / N
         xhat = _fp32_again(x) * rstd
         dy32 = _fp32_again(dy)
         tl.store(dx_ptr + offsets, (rstd * (dy32 * w - xhat * c)).to(dx_ptr.dtype.element_ty), mask=col_mask)
@@ -292,7 +293,7 @@ def launch_row_split(
     m, n = x.shape
     block_n = plan.block_n if x.device.type == "cuda" else triton.next_power_of_2(n)
     parts = triton.cdiv(n, block_n)
-    meta = dict(PARTS=parts, SLOTS=triton.next_power_of_2(parts), BLOCK_N=block_n,
+    meta = dict(PARTS=parts, CELLS=triton.next_power_of_2(parts), BLOCK_N=block_n,
                 USE_PDL=grid_dependency_control(x.device), num_warps=plan.num_warps)
     cells = torch.zeros(m * parts, dtype=torch.int64, device=x.device)
     probe_args = (grad_out, x, weight, rstd, dx, rstd, cells, m, n)  # ``rstd`` stands in for dw_partial

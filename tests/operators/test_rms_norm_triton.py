@@ -140,15 +140,15 @@ def test_row_split_share_cells_carry_each_rows_shares_to_its_sum():
             triton_wide._publish_share(cell_ptr, row, part, tl.load(shares_ptr + row * PARTS + part), PARTS)
 
     @triton.jit
-    def read(cell_ptr, out_ptr, PARTS: tl.constexpr, SLOTS: tl.constexpr):
+    def read(cell_ptr, out_ptr, PARTS: tl.constexpr, CELLS: tl.constexpr):
         row = tl.program_id(0)
-        tl.store(out_ptr + row, triton_wide._row_sum_of_shares(cell_ptr, row, PARTS, SLOTS))
+        tl.store(out_ptr + row, triton_wide._row_sum_of_shares(cell_ptr, row, PARTS, CELLS))
 
     shares = torch.tensor([[-1.5, 2.25, 1e-3], [4.0, -0.5, 3e-2]])
     cells, totals = torch.zeros(6, dtype=torch.int64), torch.empty(2)
     publish[(3,)](cells, shares, PARTS=3)
     assert ((cells >> 32) == 1).all()
-    read[(2,)](cells, totals, PARTS=3, SLOTS=4)
+    read[(2,)](cells, totals, PARTS=3, CELLS=4)
     torch.testing.assert_close(totals, shares.sum(1), rtol=1e-6, atol=0)
 
 
