@@ -48,7 +48,7 @@ def _print_lists(args: argparse.Namespace) -> bool:
     if args.list_metrics:
         for name, metric in METRICS.items():
             timing = {None: " (no timing)", "wall": " (wall timer)"}.get(metric.timer, "")
-            print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}")
+            print(f"{name:<13}{metric.kind.unit:<9}{metric.kind.description}{timing}")
         return True
     if args.list_backends:
         for name in args.op or operator_names():

@@ -1,7 +1,9 @@
-"""The table of metrics: name, unit, description, the timer it needs, and how it is computed.
+"""How each metric is computed: its entry of :data:`harness.metric_kinds.METRIC_KINDS` with the
+timer it needs, its compute function and what else its record carries.
 
-Adding a metric is adding one :class:`Metric` to :data:`METRICS` (and its test): the runner,
-the records, ``--list-metrics`` and ``--help`` read this table.
+Adding a metric is its :class:`~harness.metric_kinds.MetricKind` (name, unit, description, how
+records check and tables average it) plus one :func:`_metric` line and its compute function here,
+and their test: the runner, the records, the tables, ``--list-metrics`` and ``--help`` read these.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 from harness.measure.measurement import Measurement
 from harness.measure.timing import SampleStats
+from harness.metric_kinds import METRIC_KINDS, MetricKind
 from harness.report.results import Record
 
 
@@ -59,9 +62,7 @@ class Metric:
     """One metric: ``compute`` gives its value or raises :class:`MetricUnavailable`; ``annotate``
     adds what else its record carries (percentiles, error sizes)."""
 
-    name: str
-    unit: str
-    description: str
+    kind: MetricKind
     compute: Callable[[CellContext], float]
     timer: str | None = "device"
     """What timing it is computed from: ``device`` (the device timer: CUDA events with an L2 flush,
@@ -175,25 +176,22 @@ def _compile_time(ctx: CellContext) -> float:
     return max(ctx.measurement.first_call_ms - p50, 0.0)
 
 
-METRICS: dict[str, Metric] = {metric.name: metric for metric in (
-    Metric("latency", "ms", "median time per call, shown with its spread (half p20-p80 / median)",
-           _median_ms, annotate=_annotate_latency),
-    Metric("speedup", "x", "baseline median latency / backend median latency", _speedup),
-    Metric("accuracy", "bool", "1 if every output/gradient matches the float64 reference", _accuracy,
-           timer=None, annotate=_annotate_accuracy),
-    Metric("gbps", "GB/s", "bytes moved (operator's model for the mode) / median latency", _gbps),
-    Metric("tflops", "TFLOP/s", "floating-point operations (operator's model) / median latency", _tflops),
-    Metric("pct_peak", "%",
-           "gbps / the measured bandwidth of the cell's traffic pattern (memory-bound ops), or "
-           "tflops / dense datasheet peak (matmuls)", _pct_peak),
-    Metric("peak_mem", "MB", "peak device memory allocated during one call (CUDA only)", _peak_mem,
-           timer=None),
-    Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time),
-    Metric("walltime", "ms", "host time per call (Python, dispatch, launch): batches of calls back to "
-           "back, one device sync per batch, no L2 flush", _walltime, timer="wall",
-           annotate=_annotate_walltime),
-    Metric("kernels", "count", "kernels one call launches; each one's device time and share in the record "
-           "and in a table after the run (profiled, no flush)", _kernels, timer=None,
-           annotate=_annotate_kernels),
+def _metric(name: str, compute: Callable[[CellContext], float], timer: str | None = "device",
+            annotate: Callable[[Record, CellContext], None] | None = None) -> Metric:
+    """The metric table's entry ``name``, computed by ``compute``."""
+    return Metric(METRIC_KINDS[name], compute, timer, annotate)
+
+
+METRICS: dict[str, Metric] = {metric.kind.name: metric for metric in (
+    _metric("latency", _median_ms, annotate=_annotate_latency),
+    _metric("speedup", _speedup),
+    _metric("accuracy", _accuracy, timer=None, annotate=_annotate_accuracy),
+    _metric("gbps", _gbps),
+    _metric("tflops", _tflops),
+    _metric("pct_peak", _pct_peak),
+    _metric("peak_mem", _peak_mem, timer=None),
+    _metric("compile_time", _compile_time),
+    _metric("walltime", _walltime, timer="wall", annotate=_annotate_walltime),
+    _metric("kernels", _kernels, timer=None, annotate=_annotate_kernels),
 )}
 DEFAULT_METRICS = ("latency", "speedup", "accuracy")

@@ -20,6 +20,7 @@ from harness.measure.metrics import (
     MetricUnavailable,
     Roofline,
 )
+from harness.metric_kinds import METRIC_KINDS
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP, Record
 
@@ -43,7 +44,7 @@ def base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, m
     return Record(
         op=op.name, mode=mode.value, dtype=str(op.dtype).removeprefix("torch."),
         x_val=list(x_val) if isinstance(x_val, tuple) else x_val, backend=backend,
-        metric=metric, value=None, unit=METRICS[metric].unit,
+        metric=metric, value=None, unit=METRIC_KINDS[metric].unit,
     )
 
 
@@ -77,13 +78,13 @@ def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
             record.status, record.error = "error", error or str(reason)
         if metric.annotate is not None:
             metric.annotate(record, ctx)
-        if below_floor and name != "accuracy":
+        if below_floor and metric.kind.floor_flagged:
             record.flag = BELOW_FLOOR
             record.note = f"faster than the physical floor of {floor * 1e3:.2f} us"
-        elif (name == "speedup" and record.value is not None and backend != baseline.name
+        elif (metric.kind.reviewed and record.value is not None and backend != baseline.name
               and baseline.is_registered_baseline() and record.value > op.review_speedup):
             record.flag = REVIEW_SPEEDUP
-            record.note = f"speedup over {op.review_speedup:g}x: review"
+            record.note = f"{name} over {op.review_speedup:g}x: review"
         if measurement.notes:
             record.note = "; ".join(filter(None, [record.note, *measurement.notes]))
         records.append(record)

@@ -1,8 +1,9 @@
 """Terminal tables and CSV rows derived from records (tabulate).
 
 One table per (op, mode, dtype): the x_val column, then ``<backend>-<metric>`` columns with
-the baseline first, and an ``average`` row (geometric mean for speedup, arithmetic mean for
-every other metric, over cells that have a value and are not below the physical floor).
+the baseline first, and an ``average`` row (the mean the metric's entry in
+:data:`~harness.metric_kinds.METRIC_KINDS` names: geometric for speedup, arithmetic for the
+others; over cells that have a value and are not below the physical floor).
 Failed and skipped cells show a short marker whose message is listed under the table;
 notes (why accuracy failed, a flagged number) show as ``[n]`` after the value.
 """
@@ -14,11 +15,13 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
+from harness.metric_kinds import METRIC_KINDS
 from harness.registry import load_operator, operator_names
 from harness.report.error_line import error_line
 from harness.report.results import BELOW_FLOOR, Record, csv_text
 
-AVERAGE_NOTE = "average: geometric mean for speedup, arithmetic mean for other metrics"
+AVERAGE_NOTE = "average: geometric mean for {}, arithmetic mean for other metrics".format(
+    ", ".join(name for name, kind in METRIC_KINDS.items() if kind.mean == "geometric"))
 
 
 def _group_key(r: Record) -> tuple[str, str, str]:
@@ -39,7 +42,8 @@ def _fmt(value: float) -> str:
 def _average(metric: str, values: list[float]) -> float | None:
     if not values:
         return None
-    if metric == "speedup":
+    kind = METRIC_KINDS.get(metric)
+    if kind is not None and kind.mean == "geometric":
         if any(v <= 0 for v in values):
             return None
         return math.exp(sum(math.log(v) for v in values) / len(values))
