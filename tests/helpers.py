@@ -12,11 +12,11 @@ from typing import Any
 
 import torch
 
-from harness.measure.runner import run_shape
-from harness.measure.sweep import Sweep
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.report.results import Record, read_json
 from harness.settings import RunSettings, TimerSettings
+from harness.sweep.runner import run_shape
+from harness.sweep.spec import Sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from harness.measure.sweep import CellEvent
+from harness.sweep.spec import CellEvent
 
 
 def cell_label(event: CellEvent) -> str:

@@ -19,13 +19,8 @@ from harness.cli.run_ranked import run_ranked
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
-from harness.measure.continuation import continue_in_workers, remaining_work
 from harness.measure.errors import ContextLost
 from harness.measure.metrics import METRICS
-from harness.measure.ranks import Rank
-from harness.measure.runner import run_sweep
-from harness.measure.shards import ShardError, deal, parse_shard, restrict
-from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
@@ -33,6 +28,11 @@ from harness.report.plot import PLOT_METRICS
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
+from harness.sweep.continuation import continue_in_workers, remaining_work
+from harness.sweep.ranks import Rank
+from harness.sweep.runner import run_sweep
+from harness.sweep.shards import ShardError, deal, parse_shard, restrict
+from harness.sweep.spec import Sweep
 
 
 def _print_lists(args: argparse.Namespace) -> bool:
@@ -165,7 +165,7 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
     (``finished``, ``interrupted`` by Ctrl-C or ``terminated`` by SIGTERM).
 
     A cell that poisons the CUDA context costs that cell: the rest of the run goes on in fresh
-    worker processes (:mod:`harness.measure.continuation`).
+    worker processes (:mod:`harness.sweep.continuation`).
     """
     total = sum(len(sweep.shapes) * len(sweep.backends) for sweep in sweeps)
     try:

@@ -1,5 +1,5 @@
 """The run of one torchrun rank: its share of the sweeps on its GPU, and on rank 0 the gathering,
-the result file and the tables (:mod:`harness.measure.ranks` says how the ranks meet)."""
+the result file and the tables (:mod:`harness.sweep.ranks` says how the ranks meet)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from harness.cli.progress import ProgressDisplay
 from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.measure.ceilings import measure_ceilings
-from harness.measure.continuation import ShapeWork, Supervision, continue_in_workers
 from harness.measure.measurement import Measurement
-from harness.measure.ranks import Gatherer, Rank, RecordStore, select_gpu
 from harness.measure.records import Baseline, cell_records
-from harness.measure.shards import Unit, deal, restrict
-from harness.measure.sweep import Sweep
 from harness.operator import DTYPE_NAMES
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line
 from harness.settings import RunSettings
+from harness.sweep.continuation import ShapeWork, Supervision, continue_in_workers
+from harness.sweep.ranks import Gatherer, Rank, RecordStore, select_gpu
+from harness.sweep.shards import Unit, deal, restrict
+from harness.sweep.spec import Sweep
 
 
 def _lost_records(sweeps: list[Sweep], units: list[Unit], received: set, rank: int) -> list[Record]:

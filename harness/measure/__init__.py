@@ -1,2 +1,2 @@
-"""Measuring: timers, device ceilings, accuracy checks, one cell, the sweep and its isolated worker,
-the Helion config tuner."""
+"""Measuring one cell: timers, device ceilings, accuracy checks, the metric computations, records,
+profiles, the Helion config tuner (the sweeps that run cells are :mod:`harness.sweep`)."""

@@ -174,4 +174,5 @@ def test_the_package_graph_collapses_modules_to_their_package() -> None:
     assert package_of("operators.rms_norm.probes.bwd_parts") == "operators.rms_norm.probes"
     graph = package_graph(import_graph())
     assert "harness.report" in graph["harness.measure"] and "harness.measure" not in graph["harness.report"]
+    assert "harness.measure" in graph["harness.sweep"] and "harness.sweep" not in graph["harness.measure"]
     assert "operators.gemm" in graph["harness.registry"]

@@ -108,7 +108,7 @@ def test_ctrl_c_mid_sweep_leaves_a_valid_partial_file(tmp_path: Path) -> None:
 
 
 def _isolate_workers(parent: int) -> list[int]:
-    """Pids of the ``harness.measure.isolate`` workers started by process ``parent``."""
+    """Pids of the ``harness.sweep.isolate`` workers started by process ``parent``."""
     workers = []
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
@@ -116,7 +116,7 @@ def _isolate_workers(parent: int) -> list[int]:
             cmdline = (status.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if fields.get("PPid", "").strip() == str(parent) and b"harness.measure.isolate" in cmdline:
+        if fields.get("PPid", "").strip() == str(parent) and b"harness.sweep.isolate" in cmdline:
             workers.append(int(status.parent.name))
     return workers
 
@@ -152,9 +152,9 @@ def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
 
 def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
     from harness.measure.accuracy import AccuracyResult
-    from harness.measure.isolate import _measurement_from_json, _measurement_to_json
     from harness.measure.measurement import Measurement
     from harness.measure.timing import SampleStats
+    from harness.sweep.isolate import _measurement_from_json, _measurement_to_json
 
     measured = Measurement(
         repeats=[SampleStats(1.0, 1.1, 1.2, 30)], accuracy=AccuracyResult(True, 1e-7, 1e-6, None),
@@ -170,9 +170,9 @@ def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
 
 
 def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
-    import harness.measure.isolate
-    from harness.measure.sweep import Sweep
+    import harness.sweep.isolate
     from harness.operator import Mode
+    from harness.sweep.spec import Sweep
     from operators.exp.operator import ExpOperator
     from tests.helpers import cpu_settings
 
@@ -190,12 +190,12 @@ def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
         def communicate(self, timeout=None) -> tuple[str, str]:
             return "", ""
 
-    monkeypatch.setattr(harness.measure.isolate.subprocess, "Popen", HangingWorker)
-    monkeypatch.setattr(harness.measure.isolate.os, "killpg", lambda pid, sig: killed.append((pid, sig)))
+    monkeypatch.setattr(harness.sweep.isolate.subprocess, "Popen", HangingWorker)
+    monkeypatch.setattr(harness.sweep.isolate.os, "killpg", lambda pid, sig: killed.append((pid, sig)))
     settings = cpu_settings(["accuracy"], isolate=True, timeout_s=20.0, startup_timeout_s=0.3)
     sweep = Sweep(ExpOperator("cpu", torch.float32), Mode.FWD, [(100,)], ["eager"], "eager", settings)
     started = time.monotonic()
-    measurement, error = harness.measure.isolate.measure_isolated(sweep, (100,), "eager")
+    measurement, error = harness.sweep.isolate.measure_isolated(sweep, (100,), "eager")
     assert 0.3 <= time.monotonic() - started < 5
     assert error.startswith("did not finish its start-up within 0.3 s") and not measurement.repeats
     assert killed == [(4242, signal.SIGKILL)]

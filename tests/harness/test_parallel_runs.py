@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.measure.shards import deal, parse_shard
-from harness.measure.sweep import Sweep
 from harness.operator import Mode
 from harness.report.results import read_json, write_json
+from harness.sweep.shards import deal, parse_shard
+from harness.sweep.spec import Sweep
 from operators.rms_norm.operator import RMSNormOperator
 from tests.helpers import ROOT, cpu_settings, run_cli
 

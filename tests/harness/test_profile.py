@@ -7,9 +7,9 @@ from pathlib import Path
 
 import torch
 
-from harness.measure.sweep import Sweep
 from harness.operator import Mode
 from harness.report.results import read_json
+from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
 from tests.helpers import cpu_settings, run_cells, run_cli
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.measure import isolate, sweep, timing
+from harness.measure import timing
 from harness.measure.measurement import Measurement
 from harness.measure.timing import SampleStats, make_timer
 from harness.operator import Mode
 from harness.report.results import read_json
 from harness.settings import TimerSettings
+from harness.sweep import isolate, spec
 from operators.exp.operator import ExpOperator
 from tests.helpers import run_cells, run_cli
 
@@ -72,13 +73,13 @@ class _FlushingTimer:
 
 
 def test_walltime_is_measured_apart_from_the_device_timers_flush(monkeypatch: pytest.MonkeyPatch) -> None:
-    sweep._timer.cache_clear()
-    monkeypatch.setattr(sweep, "make_timer", _with_device_timer(_FlushingTimer))
+    spec._timer.cache_clear()
+    monkeypatch.setattr(spec, "make_timer", _with_device_timer(_FlushingTimer))
     try:
         cells = run_cells(ExpOperator("cpu", torch.float32), Mode.FWD, (1000,), ["latency", "walltime"],
                           ["eager"])
     finally:
-        sweep._timer.cache_clear()
+        spec._timer.cache_clear()
     latency, walltime = cells[("eager", "latency")], cells[("eager", "walltime")]
     assert latency.status == walltime.status == "ok"
     assert 0 < walltime.value < 1.0, "no flush inside the wall timer's samples"
@@ -87,8 +88,8 @@ def test_walltime_is_measured_apart_from_the_device_timers_flush(monkeypatch: py
 
 @pytest.mark.parametrize("mode", [Mode.FWD_NO_GRAD, Mode.BWD], ids=lambda m: m.value)
 def test_walltime_alone_never_builds_the_device_timer(monkeypatch: pytest.MonkeyPatch, mode: Mode) -> None:
-    sweep._timer.cache_clear()
-    monkeypatch.setattr(sweep, "make_timer", _with_device_timer(_refuse))
+    spec._timer.cache_clear()
+    monkeypatch.setattr(spec, "make_timer", _with_device_timer(_refuse))
     cells = run_cells(ExpOperator("cpu", torch.float32), mode, (1000,), ["walltime", "accuracy"],
                       ["eager", "torch_compile"])
     for backend in ("eager", "torch_compile"):

@@ -6,7 +6,7 @@ each event and each finished cell's records to a file as JSON lines, which the p
 as they come.  A worker that dies (a crash, or another lost context) costs the cell it was in:
 that cell gets the error, and another worker takes what is still left.
 
-Worker entry point: ``python -m harness.measure.continuation SPEC.json EVENTS.jsonl``.
+Worker entry point: ``python -m harness.sweep.continuation SPEC.json EVENTS.jsonl``.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from harness.measure.ceilings import DeviceCeilings
 from harness.measure.errors import ContextLost
 from harness.measure.measurement import Measurement
 from harness.measure.records import Baseline, cell_records
-from harness.measure.sweep import CellEvent, Sweep
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.report.error_line import error_line
 from harness.report.results import Record
 from harness.settings import RunSettings
+from harness.sweep.spec import CellEvent, Sweep
 
 _ROOT = Path(__file__).resolve().parents[2]
 LOST_EXIT = 3
@@ -125,7 +125,7 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
         path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
         with open(Path(tmp) / "stderr.txt", "w+") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.measure.continuation", str(spec_path), str(events_path)],
+                [sys.executable, "-m", "harness.sweep.continuation", str(spec_path), str(events_path)],
                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
                 env={**os.environ, "PYTHONPATH": path},
             )
@@ -173,13 +173,13 @@ def _kill(proc: subprocess.Popen) -> None:
 def _worker(spec: dict[str, Any], events_path: Path) -> int:
     settings = RunSettings.from_json(spec["settings"])
     from harness.device import prepare_backends
-    from harness.measure.ranks import select_gpu
+    from harness.sweep.ranks import select_gpu
 
     prepare_backends(settings.device)
     select_gpu(settings.device)
-    from harness.measure.runner import ShapeResume, run_shape
     from harness.plugins import load_plugins
     from harness.registry import load_operator
+    from harness.sweep.runner import ShapeResume, run_shape
 
     load_plugins(settings.plugins)
     ceilings = DeviceCeilings(**spec["ceilings"])

@@ -1,7 +1,7 @@
 """The sweep: shapes x backends -> records.  A failure in one cell never stops the others.
 
-Each shape's backends are measured in this process (:mod:`harness.measure.in_process`) or,
-with ``--isolate``, each in its own subprocess (:mod:`harness.measure.isolate`), so a crash,
+Each shape's backends are measured in this process (:mod:`harness.sweep.in_process`) or,
+with ``--isolate``, each in its own subprocess (:mod:`harness.sweep.isolate`), so a crash,
 a poisoned CUDA context or a hang becomes that cell's error.  Records are emitted as soon as
 a backend's cell is finished.
 """
@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from harness.measure.errors import ContextLost
-from harness.measure.in_process import CellResult, measure_in_process
-from harness.measure.isolate import measure_isolated
 from harness.measure.records import Baseline, cell_records, skipped_records
-from harness.measure.sweep import Sweep
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
 from harness.report.results import Record
+from harness.sweep.in_process import CellResult, measure_in_process
+from harness.sweep.isolate import measure_isolated
+from harness.sweep.spec import Sweep
 
 Emit = Callable[[list[Record]], None]
 

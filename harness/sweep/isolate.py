@@ -6,7 +6,7 @@ cause as the cell's error and the sweep goes on.  The worker rebuilds the operat
 JSON spec (the run's settings and the cell), draws the same seeded inputs, computes its own
 reference and measures the one backend.
 
-Worker entry point: ``python -m harness.measure.isolate SPEC.json OUT.json``.
+Worker entry point: ``python -m harness.sweep.isolate SPEC.json OUT.json``.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any
 
 from harness.measure.accuracy import AccuracyResult
 from harness.measure.measurement import Measurement
-from harness.measure.sweep import CellEvent, Sweep
 from harness.measure.timing import SampleStats
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.report.error_line import error_line
 from harness.settings import RunSettings
+from harness.sweep.spec import CellEvent, Sweep
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,7 +92,7 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
         spec_path, out_path, timing_path = (Path(tmp) / name for name in ("spec.json", "out.json", "timing"))
         spec_path.write_text(json.dumps(spec))
         with open(Path(tmp) / "stderr.txt", "w+") as stderr:
-            command = [sys.executable, "-m", "harness.measure.isolate", str(spec_path), str(out_path),
+            command = [sys.executable, "-m", "harness.sweep.isolate", str(spec_path), str(out_path),
                        str(timing_path)]
             # Its own session, so a timeout kills compile workers it started too.
             proc = subprocess.Popen(
@@ -153,9 +153,9 @@ def _worker(spec: dict[str, Any], timing_path: Path) -> dict[str, Any]:
     from harness.device import prepare_backends
 
     prepare_backends(settings.device)
-    from harness.measure.in_process import measure_in_process
     from harness.plugins import load_plugins
     from harness.registry import load_operator
+    from harness.sweep.in_process import measure_in_process
 
     load_plugins(settings.plugins)
     op = load_operator(spec["op"])(settings.device, DTYPE_NAMES[settings.precision], settings.options)

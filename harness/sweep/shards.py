@@ -14,8 +14,8 @@ import dataclasses
 import heapq
 from dataclasses import dataclass
 
-from harness.measure.sweep import Sweep
 from harness.operator import Shape
+from harness.sweep.spec import Sweep
 
 SETUP_S = 2.0
 """Estimated seconds a backend's cell costs beyond its timed work (compilation, checks)."""

@@ -35,10 +35,10 @@ from harness.measure.cell import (
 from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.measurement import Measurement
 from harness.measure.profile import profile_cell
-from harness.measure.sweep import Sweep
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
 from harness.report.error_line import CONTEXT_LOST_NOTE
 from harness.settings import RunSettings
+from harness.sweep.spec import Sweep
 
 CellResult = tuple[str, Measurement, str | None]
 """A finished cell: backend name, its measurement, its error text (None when it ran)."""

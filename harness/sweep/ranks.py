@@ -1,8 +1,8 @@
 """One sweep over every GPU: the ranks of ``torchrun --nproc-per-node N run.py ...``.
 
-Each rank takes its GPU (``LOCAL_RANK``) and its share of the run (:func:`harness.measure.shards.deal`),
+Each rank takes its GPU (``LOCAL_RANK``) and its share of the run (:func:`harness.sweep.shards.deal`),
 measures that GPU's ceilings, and runs its cells in a child worker process it supervises
-(:mod:`harness.measure.continuation`), so a crash or a poisoned context in a kernel costs that
+(:mod:`harness.sweep.continuation`), so a crash or a poisoned context in a kernel costs that
 cell, never the rank.  Ranks hand their records to rank 0 through torch.distributed's key-value
 store (torchrun's own when it provides one, so it outlives the workers); rank 0 gathers them
 as they come, writes the one result file (its header names every GPU) and prints the tables.
