@@ -1,1 +1,2 @@
-"""Reporting: the metric table, result records, result files and terminal tables."""
+"""Reporting: result records, result files, terminal tables, plots and export formats (the metric
+table they read is :mod:`harness.metric_kinds`)."""
