@@ -22,8 +22,9 @@ Configs are tuned on the GPU (:mod:`operators.gemm.helion_tuning`) and stored in
 of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 (``matmul_split_k``, ``split_k_reduce``).  The bucket (:func:`bucket`) is ``<size>|<layout>``:
 
-* size: ``skinny`` in the skinny regime, else ``small`` when the largest of M, N, K is below
-  2048, else ``large``;
+* size: ``skinny`` in the skinny regime (``decode`` there for an unsplit problem with M below
+  the skinny tile's 16 rows), else ``small`` when the largest of M, N, K is below 2048, else
+  ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``; a
   transposed skinny forward ``tt``.  ``split_k_reduce`` reads its workspace row-major: its
@@ -33,8 +34,8 @@ of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 the one stored for ``matmul`` in the same bucket (:func:`config_keys`).  ``addmm_2d`` keeps an
 (M, N) bias tile in shared memory besides matmul's buffers, which pushes matmul's large-bucket
 config past the H200's 227 KiB a block: it runs on configs of its own only (the arithmetic is in
-``results/h200/gemm/NOTES.md``), except in the skinny bucket, whose pointer-indexed configs
-stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
+``results/h200/gemm/NOTES.md``), except in the skinny and decode buckets, whose pointer-indexed
+configs stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
 (:func:`bucket_place`); skinny calls run pointer-indexed whatever config they get.
 :mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
 """

@@ -54,8 +54,9 @@ def tuning_args(
         return x, weight, 1e-6
     if kernel_name == "rms_norm_dw_sum":  # ``m`` partial rows
         return torch.randn(m, n, dtype=torch.float32, device=device), weight
-    if kernel_name not in helion_impl.KERNELS:
-        raise ValueError(f"unknown kernel {kernel_name!r}; expected one of {sorted(helion_impl.KERNELS)}")
+    if kernel_name not in _CANDIDATES:
+        raise ValueError(f"no tuning arguments for kernel {kernel_name!r}; "
+                         f"expected one of {sorted(_CANDIDATES)}")
     rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
     args = (torch.randn_like(x), x, weight, rstd)
     if helion_impl.takes_sm_grid(kernel_name):
@@ -66,24 +67,16 @@ def tuning_args(
 def tuning_candidates(kernel_name: str, n: int) -> list[helion.Config]:
     """A short list of plausible H200 configs for ``helion_impl.KERNELS[kernel_name]`` on rows of width ``n``
     (the kernels :func:`kernels_for_width` names at a stored width; the two-pass backward of wider
-    rows has no stored bucket and runs on the nearest one's or Helion's default config).
+    rows has no stored config and runs on Helion's default).
 
     The first candidate mirrors the Triton launch heuristics (checked with ``ptxas`` for sm_90: no
     spills, about 32 warps resident per SM); the others vary one knob each, except for
     ``rms_norm_bwd``, whose candidates cross programs per SM, warps and pipelining.
     """
-    width = triton.next_power_of_2(n)
-    candidates = {
-        "rms_norm_fwd": _fwd_candidates,
-        "rms_norm_bwd": _bwd_candidates,
-        "rms_norm_bwd_shared_rows": _shared_rows_candidates,
-        "rms_norm_bwd_row_split": _row_split_candidates,
-        "rms_norm_dw_sum": _dw_sum_candidates,
-    }
-    if kernel_name not in candidates:
+    if kernel_name not in _CANDIDATES:
         raise ValueError(f"no tuning candidates for kernel {kernel_name!r}; "
-                         f"expected one of {sorted(candidates)}")
-    return candidates[kernel_name](width)
+                         f"expected one of {sorted(_CANDIDATES)}")
+    return _CANDIDATES[kernel_name](triton.next_power_of_2(n))
 
 
 def _fwd_candidates(width: int) -> list[helion.Config]:
@@ -183,6 +176,15 @@ def _dw_sum_many_rows_candidates() -> list[helion.Config]:
     ]
     return _unique(base, variants)
 
+
+_CANDIDATES = {
+    "rms_norm_fwd": _fwd_candidates,
+    "rms_norm_bwd": _bwd_candidates,
+    "rms_norm_bwd_shared_rows": _shared_rows_candidates,
+    "rms_norm_bwd_row_split": _row_split_candidates,
+    "rms_norm_dw_sum": _dw_sum_candidates,
+}
+"""Each tuned kernel's candidates for a padded width."""
 
 _MANY_ROWS_CANDIDATES = {"rms_norm_dw_sum": _dw_sum_many_rows_candidates}
 """The candidates of each kernel's many-rows config (``helion_impl.MANY_ROWS_CONFIGS``), the same

@@ -203,13 +203,20 @@ def persistent_grid(kernel: triton.JITFunction, args: tuple, meta: dict, device:
     return min(_resident_programs[key], work)
 
 
-@functools.cache
 def grid_dependency_control(device: torch.device) -> bool:
     """Whether kernels launched on ``device`` use ``griddepcontrol`` and the ``dw`` sum is a
     programmatic dependent launch: compiled (not Triton's CPU interpreter) for a GPU of compute
     capability 9.0 or later, the first with the instruction.  Passed to the kernels as ``USE_PDL``."""
     interpreted = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
-    return not interpreted and device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+    if interpreted or device.type != "cuda":
+        return False
+    return _capability(torch.cuda.current_device() if device.index is None else device.index) >= (9, 0)
+
+
+@functools.cache
+def _capability(device_index: int) -> tuple[int, int]:
+    """The compute capability of GPU ``device_index`` (cached: read on every backward launch)."""
+    return torch.cuda.get_device_capability(device_index)
 
 
 @triton.jit

@@ -75,10 +75,26 @@ def test_the_workflow_reads_each_baselines_flush(path):
     assert flush in FLUSHES
 
 
-def test_the_workflow_gates_every_registered_operator_in_every_mode():
+def _operator_step(workflow: str, python: str) -> str:
+    """The workflow's shell lines that set ``OPS``, with ``python`` in place of the runner's."""
+    lines = re.search(r"(ops=\$\(python -c .*?\n.*?\n.*?GITHUB_ENV\")", workflow, re.S).group(1)
+    return lines.replace("ops=$(python ", f"ops=$({python} ").replace('"$GITHUB_ENV"', '"$OPS_FILE"')
+
+
+def test_the_workflow_gates_every_registered_operator_in_every_mode(tmp_path):
     text = WORKFLOW.read_text()
-    code = re.search(r"OPS=\$\(python -c '([^']+)'\)", text).group(1)
-    ops = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout.split()
-    assert ops == operator_names()
+    out = tmp_path / "env"
+    subprocess.run(["bash", "-e", "-c", _operator_step(text, sys.executable)], check=True, cwd=ROOT,
+                   env={"OPS_FILE": str(out), "PATH": "/usr/bin:/bin"})
+    assert out.read_text().split("=", 1)[1].split() == operator_names()
     assert set(re.search(r"MODES: (.+)", text).group(1).split()) == MODES
+
+
+def test_the_workflow_step_fails_when_the_operators_cannot_be_listed(tmp_path):
+    failing = tmp_path / "python"
+    failing.write_text("#!/bin/sh\nexit 1\n")
+    failing.chmod(0o755)
+    out = tmp_path / "env"
+    run = subprocess.run(["bash", "-e", "-c", _operator_step(WORKFLOW.read_text(), str(failing))], cwd=ROOT,
+                         env={"OPS_FILE": str(out), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert run.returncode != 0 and not out.exists()

@@ -64,11 +64,6 @@ def test_decode_shapes_below_the_tiles_rows_take_the_skinny_route_on_decode_conf
     assert h200_plan(m, 4096, 4096) == _tiled("decode", k=4096)
 
 
-def test_few_columns_are_not_decode():
-    # N = 8 is computed transposed as an 8-row problem, but stays on the skinny configs
-    assert h200_plan(8192, 8, 8192).size == "skinny"
-
-
 def test_skinny_n_is_computed_transposed():
     assert h200_plan(8192, 8, 8192) == _tiled("skinny", k=8192, swap=True)
 
@@ -121,6 +116,15 @@ def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
     others = [shape for shape in CUDA_SHAPES if shape not in expected]
     assert len(others) == 10
     assert all(route(*s) == route(s[0], s[2], s[1]) == route(s[2], s[1], s[0]) == tiled for s in others)
+
+
+@pytest.mark.parametrize("size", ["skinny", "decode", "small", "large"])
+def test_each_tiled_bucket_is_tuned_on_a_shape_that_takes_it(size: str):
+    # The skinny configs are timed at M = 16 and the decode ones at M = 1, each in its own bucket.
+    m, n, k = helion_tuning._shape("matmul", f"{size}|nn")
+    chosen = h200_plan(m, n, k)
+    a, b = torch.empty(m, k, device="meta"), torch.empty(k, n, device="meta")
+    assert chosen.kernel is Kernel.TILED and helion_impl.bucket(a, b, chosen.size) == f"{size}|nn"
 
 
 def test_every_regime_has_a_helion_route_with_a_reason():

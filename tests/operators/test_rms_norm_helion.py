@@ -215,3 +215,11 @@ def test_helion_width_buckets_lie_at_log2_of_the_width_with_their_rows_suffix():
     assert helion_impl.bucket_place("n1024") == (10, "")
     assert helion_impl.bucket_place("n4096|rows2048") == (12, "rows2048")
     assert helion_impl.bucket_place("large") is None
+
+
+@pytest.mark.parametrize("kernel_name", ["rms_norm_bwd_row_dot", "rms_norm_bwd_stripe", "rms_norm_nope"])
+def test_kernels_without_tuning_candidates_get_no_tuning_arguments(kernel_name):
+    with pytest.raises(ValueError, match="expected one of"):
+        helion_tuning.tuning_args(kernel_name, 64, 4096, torch.float16, "cpu")
+    with pytest.raises(ValueError, match="expected one of"):
+        helion_tuning.tuning_candidates(kernel_name, 4096)

@@ -253,16 +253,17 @@ def test_cpu_launches_use_no_programmatic_dependent_launch(monkeypatch, plan):
 def test_programmatic_dependent_launch_is_decided_per_device(monkeypatch, request):
     # Compiled, only devices of capability 9.0 or later take it; the dw sum's launch_pdl and
     # USE_PDL come from the same decision.
-    request.addfinalizer(triton_plans.grid_dependency_control.cache_clear)
+    request.addfinalizer(triton_plans._capability.cache_clear)
+    triton_plans._capability.cache_clear()
     capabilities = {0: (9, 0), 1: (8, 0)}
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: capabilities[device.index])
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index: capabilities[index])
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    triton_plans.grid_dependency_control.cache_clear()
     assert triton_plans.grid_dependency_control(torch.device("cuda", 0))
     assert not triton_plans.grid_dependency_control(torch.device("cuda", 1))
+    assert not triton_plans.grid_dependency_control(torch.device("cuda"))  # the current device, 1
     assert not triton_plans.grid_dependency_control(torch.device("cpu"))
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    triton_plans.grid_dependency_control.cache_clear()
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # read at each launch, not cached
     assert not triton_plans.grid_dependency_control(torch.device("cuda", 0))
 
     dw_sum = _KeywordSpy(triton_impl._sum_rows_kernel, run=False)
