@@ -24,6 +24,11 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def triton_interpreted() -> bool:
+    """Whether ``TRITON_INTERPRET`` turns Triton's CPU interpreter on, read as Triton reads it."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
+
+
 def uses_interpreter(device: str) -> bool:
     """Whether Triton and Helion kernels run through Triton's CPU interpreter."""
     return device == "cpu"

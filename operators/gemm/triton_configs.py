@@ -1,19 +1,21 @@
 """The Triton gemm kernels' autotuning configs, pruned to what fits in the GPU's shared memory.
 
 ``triton.autotune`` times the configs per shape, layout and bias kind on the first call; under
-Triton's CPU interpreter (no timers) one small config runs instead.
+Triton's CPU interpreter (no timers) one small config runs instead.  Which list a kernel gets is
+fixed when it is decorated, as Triton fixes interpretation itself then (:data:`INTERPRETED`).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 
 import torch
 import triton
 
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+from harness.device import triton_interpreted
+
+INTERPRETED = triton_interpreted()
 NO_BIAS, ROW_BIAS, FULL_BIAS = 0, 1, 2
 _SMEM_SLACK = 2048
 

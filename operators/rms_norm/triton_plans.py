@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from harness.device import triton_interpreted
 from operators.rms_norm.strategy import BwdStrategy, FwdStrategy, bwd_strategy, fwd_strategy
 
 
@@ -207,8 +207,7 @@ def grid_dependency_control(device: torch.device) -> bool:
     """Whether kernels launched on ``device`` use ``griddepcontrol`` and the ``dw`` sum is a
     programmatic dependent launch: compiled (not Triton's CPU interpreter) for a GPU of compute
     capability 9.0 or later, the first with the instruction.  Passed to the kernels as ``USE_PDL``."""
-    interpreted = os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "yes", "on")
-    if interpreted or device.type != "cuda":
+    if triton_interpreted() or device.type != "cuda":
         return False
     return _capability(torch.cuda.current_device() if device.index is None else device.index) >= (9, 0)
 
