@@ -62,6 +62,8 @@ SIZES = ("decode", "skinny", "small", "large")
 """The size part of a bucket, smallest first: a missing decode bucket takes a skinny one, a missing
 skinny bucket a small one before a large one; a missing small bucket, equally near both, takes one
 of the same layout, then the large one."""
+POINTER_SIZES = ("decode", "skinny")
+"""The sizes of the skinny route's buckets, whose configs are pointer-indexed (no bias tile staged)."""
 POINTER = {"indexing": "pointer"}
 """The config fields of a pointer-indexed call."""
 
@@ -144,7 +146,7 @@ def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, .
     for ``addmm_1d`` matmul's (the same loop nest with a row of bias in the epilogue), and in the
     skinny and decode buckets for ``addmm_2d`` too (pointer loads: no bias tile in shared memory)."""
     own = config_key(name, dtype, bucket_name)
-    shares = name == "addmm_1d" or (name == "addmm_2d" and bucket_name.startswith(("skinny|", "decode|")))
+    shares = name == "addmm_1d" or (name == "addmm_2d" and bucket_name.partition("|")[0] in POINTER_SIZES)
     return (own, config_key("matmul", dtype, bucket_name)) if shares else (own,)
 
 

@@ -19,7 +19,7 @@ import torch
 from harness.tuning.configs import TuningJob, config_key
 from operators.gemm.alignment import output_buffer
 from operators.gemm.helion_dispatch import ROUTES, Plan, choose
-from operators.gemm.helion_impl import CONFIG_PATH, EPILOGUES, matmul_kernel, scaled
+from operators.gemm.helion_impl import CONFIG_PATH, EPILOGUES, POINTER_SIZES, matmul_kernel, scaled
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
 from operators.gemm.strategy import GPU_LIMITS
 
@@ -120,7 +120,7 @@ def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
     size = bucket.split("|")[0]
     if kernel_name == "split_k_reduce":
         return list(_REDUCE_CANDIDATES[size])
-    if size in ("skinny", "decode"):
+    if size in POINTER_SIZES:
         return list(_SKINNY_CANDIDATES)
     if kernel_name == "matmul_split_k":
         return list(_SPLIT_K_CANDIDATES)
