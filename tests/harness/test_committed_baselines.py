@@ -32,15 +32,19 @@ def test_every_operator_has_a_baseline_for_every_mode():
 
 @pytest.mark.parametrize("path", BASELINES, ids=lambda path: path.stem)
 def test_baseline_is_one_operator_and_mode_from_the_h200_with_repeats(path):
+    """Every cell timed 7 times and accurate; the only skipped cells are peers the job does not
+    install (rms_norm's default sweep names them), which the gate does not judge."""
     header, records = read_json(path)
     op, mode = next((op, path.stem[len(op) + 1:]) for op in operator_names()
                     if path.stem.startswith(f"{op}_"))
     assert mode in MODES
     assert header["device_name"] == "NVIDIA H200"
     assert {(r.op, r.mode) for r in records} == {(op, mode)}
-    latencies = [r for r in records if r.metric == "latency"]
+    latencies = [r for r in records if r.metric == "latency" and r.status != "skipped"]
     assert latencies and all(r.status == "ok" and len(r.repeats) == 7 for r in latencies)
-    assert all(r.value == 1.0 for r in records if r.metric == "accuracy")
+    skipped = {r.error for r in records if r.status == "skipped"}
+    assert all("is not installed" in reason for reason in skipped), skipped
+    assert all(r.value == 1.0 for r in records if r.metric == "accuracy" and r.status != "skipped")
 
 
 @pytest.mark.parametrize("path", BASELINES, ids=lambda path: path.stem)
@@ -61,7 +65,7 @@ def test_baseline_catches_a_25_percent_slowdown_of_one_backend_there_only(path):
 
 
 WORKFLOW = ROOT / ".github" / "workflows" / "perf-regression.yml"
-RETAKEN_WITH_THE_CLEAN_FLUSH = {"exp_fwd", "exp_bwd"}
+RETAKEN_WITH_THE_CLEAN_FLUSH = {"exp_fwd", "exp_bwd", "rms_norm_fwd", "rms_norm_bwd", "rms_norm_fwd_no_grad"}
 
 
 @pytest.mark.parametrize("path", BASELINES, ids=lambda path: path.stem)
