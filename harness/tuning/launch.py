@@ -9,7 +9,8 @@ needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is c
 one pipeline stage shallower (``num_stages``, then the loops' ``range_num_stages``), down to
 :data:`MIN_STAGES`.  Whatever the call ended up running
 on other than its own stored config is a note for the cell (:mod:`harness.notes`),
-left again on every later call, so every cell that runs the kernel says so.  No search-based
+left again on every later call, so every cell that runs the kernel says so; called outside a
+cell (from tritonbench's runner, say) the first call's notes are warnings instead.  No search-based
 autotuning happens.  Imported by the kernel modules, after the device is prepared.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 import helion
 from triton.runtime.errors import OutOfResources
 
-from harness.notes import add_note
+from harness.notes import add_note, announce_note
 from harness.tuning.choice import NOTE_PREFIX, choose_config
 from harness.tuning.configs import ConfigStore, load_store
 
@@ -61,7 +62,7 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
     notes = tuple(note for note in (choice.note, refixed, lowered) if note is not None)
     _configured[bound] = notes
     for note in notes:
-        add_note(note)
+        announce_note(note)
     return result
 
 

@@ -9,13 +9,14 @@ behaviour (a launch that runs out of shared memory) can be played on the CPU.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import helion
 import pytest
 from triton.runtime.errors import OutOfResources
 
-from harness.notes import add_note, collecting
+from harness.notes import CellNote, add_note, collecting
 from harness.tuning import launch
 from harness.tuning.choice import ConfigChoice, choose_config
 from harness.tuning.configs import BucketPlace, ConfigStore
@@ -129,7 +130,8 @@ def test_a_configured_kernel_leaves_its_notes_again_on_every_later_call(tmp_path
     # Another cell running the same specialization (e.g. helion_op after helion) says so too.
     kernel = StandIn(limit=150_000)
     store = _store(tmp_path, {"k|bfloat16|medium|nn": {"num_stages": 3}})
-    launch.call_with_stored_config(kernel, store, KEY, 1)
+    with pytest.warns(CellNote):
+        launch.call_with_stored_config(kernel, store, KEY, 1)
     notes: list[str] = []
     with collecting(notes):
         assert launch.call_with_stored_config(kernel, store, KEY, 1) == 2
@@ -191,3 +193,21 @@ def test_notes_go_to_the_innermost_collecting_block_once_and_nowhere_outside():
             add_note("b")
         add_note("a")
     assert (outer, inner) == (["a"], ["b"])
+
+
+def test_outside_a_cell_the_first_calls_notes_are_warnings_and_later_calls_are_silent(tmp_path: Path):
+    # tritonbench's runner cannot show a cell's notes: a kernel on Helion's default config must
+    # still say so, once, and its timed calls must stay quiet.
+    kernel = StandIn(limit=232_448)
+    store = _store(tmp_path, {})
+    with pytest.warns(CellNote, match=r"Helion's default for k\|bfloat16\|large\|nn"):
+        launch.call_with_stored_config(kernel, store, KEY, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert launch.call_with_stored_config(kernel, store, KEY, 1) == 2
+    notes: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with collecting(notes):
+            launch.call_with_stored_config(StandIn(limit=232_448), store, KEY, 1)
+    assert notes == ["helion config: Helion's default for k|bfloat16|large|nn (no k|bfloat16 config stored)"]
