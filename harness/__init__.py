@@ -1,7 +1,9 @@
 """The benchmark harness: everything that is not operator-specific.
 
-``operator`` and ``registry`` are the authoring surface; the sub-packages do one job each:
-``measure`` (timing, accuracy, the sweep), ``report`` (metrics, records, files, tables),
-``compare`` (the regression gate), ``tuning`` (stored Helion configs) and ``cli`` (the only
-place that parses arguments).
+``operator`` and ``registry`` are the authoring surface, ``metric_kinds`` and ``settings`` the
+leaf tables every package reads; the sub-packages do one job each: ``measure`` (timers,
+accuracy, metrics, one cell), ``sweep`` (running cells: in process, isolated, sharded, ranked),
+``report`` (records, files, tables, exporters), ``compare`` (the regression gate), ``tuning``
+(stored Helion configs), ``tritonbench`` (our backends in tritonbench's runner) and ``cli`` (the
+only harness package that parses arguments).
 """

@@ -2,5 +2,6 @@
 
 :mod:`harness.registry` finds them: it imports each ``operator.py`` and registers the
 ``BenchmarkOperator`` subclass defined there.  Shared helpers: ``compile_support`` (torch.compile
-settings) and ``skips`` (backends that cannot run on a device and dtype).
+settings), ``peers_support`` (the optional peer libraries) and ``skips`` (backends that cannot
+run on a device and dtype).
 """

@@ -19,6 +19,8 @@ from harness.sweep.runner import run_shape
 from harness.sweep.spec import Sweep
 
 ROOT = Path(__file__).resolve().parent.parent
+BUILTIN_OPERATORS = sorted(path.parent.name for path in (ROOT / "operators").glob("*/operator.py"))
+"""The operators' folder names: a new operator's folder adds it to every test that lists them."""
 
 
 def cpu_settings(metrics: list[str], **overrides: Any) -> RunSettings:

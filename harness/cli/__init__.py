@@ -1,1 +1,1 @@
-"""The command line: ``run.py`` and its subcommands; the only package that parses arguments."""
+"""The command line: ``run.py`` and its subcommands; the only harness package that parses arguments."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.report.results import read_json
-from tests.helpers import run_cli
+from tests.helpers import BUILTIN_OPERATORS, run_cli
 
 
 def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_help_with_an_operator_lists_its_options() -> None:
 
 def test_listings() -> None:
     rows = run_cli("--list-ops").stdout.splitlines()[2:]
-    assert [row.split()[0] for row in rows] == ["addmm", "exp", "gemm", "rms_norm"]
+    assert [row.split()[0] for row in rows] == BUILTIN_OPERATORS
     assert rows[0].split()[1] == "MxNxK" and rows[0].endswith("--bias --alpha --beta")
     assert ("exp: eager (baseline), triton, triton_direct (with --only), triton_compiled (with --only), "
             "helion, helion_op (with --only), helion_compiled (with --only), torch_compile"
@@ -86,7 +86,7 @@ def test_variant_backends_run_only_when_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "names"),
     [
-        (["--op", "nope"], "addmm, exp, gemm, rms_norm"),
+        (["--op", "nope"], ", ".join(BUILTIN_OPERATORS)),
         (["--op", "exp", "--only", "cuda_magic"], "triton"),
         (["--op", "exp", "--metrics", "latency,joy"], "gbps"),
         (["--op", "exp", "--mode", "sideways"], "fwd_no_grad"),

