@@ -9,10 +9,12 @@ kernel sharing its loop nest).  The choice, first match wins:
    distance between positions, then a bucket with the same rest (layout, rows suffix), then the
    larger position (a config for wider rows or bigger matrices keeps enough threads and tiles
    for narrower ones; the other way round it may spill);
-3. else Helion's default config for the bound kernel, the one ``run.py tune`` checks every
+3. else (with ``borrow``) what steps 1 and 2 choose for the keys in the dtype of the same
+   element size (:data:`SAME_SIZE_DTYPES`: fp16 runs what bf16 would run);
+4. else Helion's default config for the bound kernel, the one ``run.py tune`` checks every
    candidate against.
 
-Steps 2 and 3 come with a note for the cell's records.
+Steps 2 to 4 come with a note for the cell's records.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from typing import Any
 from harness.tuning.configs import BucketPlace, split_key
 
 NOTE_PREFIX = "helion config: "
+
+SAME_SIZE_DTYPES = {"float16": "bfloat16", "bfloat16": "float16"}
+"""The dtype whose stored configs a dtype with none of its own may run on: one of the same
+element size, so a config's tiles, stages and shared memory stay what was tuned."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,9 @@ def nearest_key(configs: Mapping[str, Any], key: str,
 
 
 def choose_config(configs: Mapping[str, Any], keys: tuple[str, ...],
-                  place: Callable[[str], BucketPlace | None]) -> ConfigChoice:
-    """The config for a call with ``keys`` (in order of preference) among the stored ``configs``."""
+                  place: Callable[[str], BucketPlace | None], borrow: bool = True) -> ConfigChoice:
+    """The config for a call with ``keys`` (in order of preference) among the stored ``configs``;
+    ``borrow``: whether a dtype with no config of its own may take one of :data:`SAME_SIZE_DTYPES`."""
     exact = next((key for key in keys if key in configs), None)
     if exact is not None:
         return ConfigChoice(exact)
@@ -62,5 +69,12 @@ def choose_config(configs: Mapping[str, Any], keys: tuple[str, ...],
         if near is not None:
             return ConfigChoice(near, f"{NOTE_PREFIX}nearest stored bucket {near} for {keys[0]}")
     kernel_name, dtype, _ = split_key(keys[0])
+    other = SAME_SIZE_DTYPES.get(dtype) if borrow else None
+    if other is not None:
+        as_other = tuple("|".join((name, other, bucket)) for name, _, bucket in map(split_key, keys))
+        borrowed = choose_config(configs, as_other, place, borrow=False)
+        if borrowed.key is not None:
+            return ConfigChoice(borrowed.key, f"{NOTE_PREFIX}{borrowed.key}, the {other} config "
+                                              f"(the same element size), for {keys[0]}")
     return ConfigChoice(None, f"{NOTE_PREFIX}Helion's default for {keys[0]} "
                               f"(no {kernel_name}|{dtype} config stored)")

@@ -2,7 +2,8 @@
 
 :func:`call_with_stored_config` binds a kernel to its arguments and, on the first call of each
 specialization, applies the config :func:`~harness.tuning.choice.choose_config` picks (its own
-bucket's, else the nearest stored bucket's, else Helion's default), with the fields the call
+bucket's, else the nearest stored bucket's, else on the GPU those of a dtype of the same element
+size, else Helion's default), with the fields the call
 fixes (``fixed``, e.g. ``indexing="pointer"`` for a kernel whose tensor-descriptor loads would
 be wrong) put over it; ``fixed`` is read on that first call only.  When the first launch
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
@@ -23,6 +24,7 @@ from typing import Any
 import helion
 from triton.runtime.errors import OutOfResources
 
+from harness.device import triton_interpreted
 from harness.notes import add_note, announce_note
 from harness.tuning.choice import NOTE_PREFIX, choose_config
 from harness.tuning.configs import ConfigStore, load_store
@@ -51,7 +53,8 @@ def call_with_stored_config(kernel: Any, store: ConfigStore, keys: str | tuple[s
 def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], args: tuple,
                         fixed: dict[str, object]) -> Any:
     configs = load_store(store.path)
-    choice = choose_config(configs, keys, store.place)
+    # The interpreter keeps Helion's default for dtypes without configs: its tiles stay small.
+    choice = choose_config(configs, keys, store.place, borrow=not triton_interpreted())
     if choice.key is None:
         chosen = dict(bound.config_spec.default_config().config)
     else:

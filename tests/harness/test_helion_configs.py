@@ -67,6 +67,16 @@ def test_no_stored_config_of_the_kernel_and_dtype_means_helions_default():
     assert _choose("k|float32|huge|nn", ["k|float32|medium|nn"]).key is None  # off the scale
 
 
+def test_a_dtype_without_configs_runs_what_the_dtype_of_its_element_size_would_run():
+    stored = ["k|bfloat16|small|nn", "m|bfloat16|large|nn"]
+    choice = _choose("k|float16|large|nn", stored, "m|float16|large|nn")
+    assert choice == ConfigChoice("m|bfloat16|large|nn", "helion config: m|bfloat16|large|nn, the bfloat16 "
+                                  "config (the same element size), for k|float16|large|nn")
+    assert _choose("k|float16|large|nn", [*stored, "k|float16|tiny|nn"]).key == "k|float16|tiny|nn"
+    assert _choose("k|float32|large|nn", stored).key is None  # twice the bytes: Helion's default
+    assert choose_config(dict.fromkeys(stored, {}), ("k|float16|large|nn",), place, borrow=False).key is None
+
+
 class StandIn:
     """A kernel whose launch needs ``stages * 100_000`` bytes of shared memory, of ``limit``."""
 
