@@ -1,0 +1,24 @@
+"""On a GPU: Helion's gemm in fp16, which has no stored configs of its own, runs the bf16 configs
+of its bucket (the same element size) and says so, against float64."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.notes import collecting
+from operators.gemm import helion_impl
+from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (16, 4096, 4096), (1000, 1000, 3001)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_fp16_gemm_runs_the_bf16_configs_of_its_bucket(shape: tuple[int, int, int]) -> None:
+    a, b = operands(*shape, "cuda", torch.float16)
+    bias = (torch.randn(shape[1], device="cuda") * typical_magnitude(*shape)).to(torch.float16)
+    notes: list[str] = []
+    with collecting(notes):
+        out = helion_impl.fused_matmul(a, b, bias, alpha=1.0, beta=1.0)
+    rtol, atol = matmul_tolerance("cuda", torch.float16, 2 * typical_magnitude(*shape))
+    torch.testing.assert_close(out.double(), a.double() @ b.double() + bias.double(), rtol=rtol, atol=atol)
+    assert notes and all("the bfloat16 config (the same element size)" in note for note in notes), notes
