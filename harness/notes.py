@@ -33,7 +33,7 @@ def announce_note(text: str) -> None:
 
     For what a reader must not miss, once per occurrence (e.g. a Helion kernel configured on
     Helion's default config); a note repeated on every call stays :func:`add_note`'s, which costs
-    nothing outside a cell.
+    nothing outside a cell.  Under ``-W error`` the warning is raised and the call's result is lost.
     """
     if _collectors:
         add_note(text)

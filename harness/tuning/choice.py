@@ -4,16 +4,19 @@ A call names its keys in order of preference (``kernel|dtype|bucket``: its own, 
 kernel sharing its loop nest).  The choice, first match wins:
 
 1. the first of the keys that is stored (no note: this is the config meant for the call);
-2. else, for each key in turn, the *nearest stored bucket* of the same kernel and dtype on the
+2. else (with ``borrow``) the first of them stored in the dtype of the same element size
+   (:data:`SAME_SIZE_DTYPES`: fp16 runs bf16's config of its own bucket);
+3. else, for each key in turn, the *nearest stored bucket* of the same kernel and dtype on the
    operator's bucket scale (:attr:`~harness.tuning.configs.ConfigStore.place`): the smallest
    distance between positions, then a bucket with the same rest (layout, rows suffix), then the
    larger position (a config for wider rows or bigger matrices keeps enough threads and tiles
-   for narrower ones; the other way round it may spill);
-3. else (with ``borrow``) what steps 1 and 2 choose for the keys in the dtype of the same
-   element size (:data:`SAME_SIZE_DTYPES`: fp16 runs what bf16 would run);
+   for narrower ones; the other way round it may spill); then (with ``borrow``) the same in the
+   dtype of the same element size;
 4. else Helion's default config for the bound kernel, the one ``run.py tune`` checks every
    candidate against.
 
+A config borrowed across dtypes fits (the same bytes a tile) but was timed on the other dtype's
+kernels; its note says whose it is.
 Steps 2 to 4 come with a note for the cell's records.
 """
 
@@ -60,21 +63,29 @@ def nearest_key(configs: Mapping[str, Any], key: str,
 def choose_config(configs: Mapping[str, Any], keys: tuple[str, ...],
                   place: Callable[[str], BucketPlace | None], borrow: bool = True) -> ConfigChoice:
     """The config for a call with ``keys`` (in order of preference) among the stored ``configs``;
-    ``borrow``: whether a dtype with no config of its own may take one of :data:`SAME_SIZE_DTYPES`."""
+    ``borrow``: whether the configs of the dtype of the same element size may serve (steps 2 and 3)."""
+    kernel_name, dtype, _ = split_key(keys[0])
+    other = SAME_SIZE_DTYPES.get(dtype) if borrow else None
+    as_other = (tuple("|".join((name, other, bucket)) for name, _, bucket in map(split_key, keys))
+                if other else ())
+
+    def borrowed(key: str) -> ConfigChoice:
+        return ConfigChoice(key, f"{NOTE_PREFIX}{key}, the {other} config (the same element size), "
+                                 f"for {keys[0]}")
+
     exact = next((key for key in keys if key in configs), None)
     if exact is not None:
         return ConfigChoice(exact)
+    exact = next((key for key in as_other if key in configs), None)
+    if exact is not None:
+        return borrowed(exact)
     for key in keys:
         near = nearest_key(configs, key, place)
         if near is not None:
             return ConfigChoice(near, f"{NOTE_PREFIX}nearest stored bucket {near} for {keys[0]}")
-    kernel_name, dtype, _ = split_key(keys[0])
-    other = SAME_SIZE_DTYPES.get(dtype) if borrow else None
-    if other is not None:
-        as_other = tuple("|".join((name, other, bucket)) for name, _, bucket in map(split_key, keys))
-        borrowed = choose_config(configs, as_other, place, borrow=False)
-        if borrowed.key is not None:
-            return ConfigChoice(borrowed.key, f"{NOTE_PREFIX}{borrowed.key}, the {other} config "
-                                              f"(the same element size), for {keys[0]}")
+    for key in as_other:
+        near = nearest_key(configs, key, place)
+        if near is not None:
+            return borrowed(near)
     return ConfigChoice(None, f"{NOTE_PREFIX}Helion's default for {keys[0]} "
                               f"(no {kernel_name}|{dtype} config stored)")

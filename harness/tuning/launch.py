@@ -53,7 +53,7 @@ def call_with_stored_config(kernel: Any, store: ConfigStore, keys: str | tuple[s
 def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], args: tuple,
                         fixed: dict[str, object]) -> Any:
     configs = load_store(store.path)
-    # The interpreter keeps Helion's default for dtypes without configs: its tiles stay small.
+    # Not under the interpreter: its gemm routes assume Helion's default BLOCK_K (helion_dispatch).
     choice = choose_config(configs, keys, store.place, borrow=not triton_interpreted())
     if choice.key is None:
         chosen = dict(bound.config_spec.default_config().config)

@@ -36,7 +36,8 @@ the one stored for ``matmul`` in the same bucket (:func:`config_keys`).  ``addmm
 config past the H200's 227 KiB a block: it runs on configs of its own only (the arithmetic is in
 ``results/h200/gemm/NOTES.md``), except in the skinny and decode buckets, whose pointer-indexed
 configs stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
-(:func:`bucket_place`); skinny calls run pointer-indexed whatever config they get.
+(:func:`bucket_place`), fp16 on the GPU bf16's (:mod:`harness.tuning.choice`); skinny calls run
+pointer-indexed whatever config they get.
 :mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
 """
 

@@ -13,7 +13,9 @@ kernels for rows too wide for one program live in :mod:`operators.rms_norm.helio
 
 Every kernel runs with the config stored for it in ``helion_configs.json`` under
 ``kernel|dtype|bucket`` (:func:`config_keys`), or without one the config of the nearest stored
-width (:func:`bucket_place`); the tuning candidates are in :mod:`operators.rms_norm.helion_tuning`.
+width (:func:`bucket_place`), or on the GPU fp16 bf16's (:mod:`harness.tuning.choice`: valid for
+the kernel, though fp16 may run a branch the bf16 tuning did not time); the tuning candidates are
+in :mod:`operators.rms_norm.helion_tuning`.
 :mod:`operators.rms_norm.helion_ops` wraps the host functions :func:`rms_norm_forward` and
 :func:`rms_norm_backward` as custom ops.
 """

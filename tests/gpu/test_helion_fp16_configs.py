@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from harness.notes import collecting
+from harness.tuning.configs import split_key
 from operators.gemm import helion_impl
 from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
 
@@ -21,4 +22,9 @@ def test_fp16_gemm_runs_the_bf16_configs_of_its_bucket(shape: tuple[int, int, in
         out = helion_impl.fused_matmul(a, b, bias, alpha=1.0, beta=1.0)
     rtol, atol = matmul_tolerance("cuda", torch.float16, 2 * typical_magnitude(*shape))
     torch.testing.assert_close(out.double(), a.double() @ b.double() + bias.double(), rtol=rtol, atol=atol)
-    assert notes and all("the bfloat16 config (the same element size)" in note for note in notes), notes
+    assert notes, "fp16 found a config of its own"
+    for note in notes:  # "helion config: <bf16 key>, the bfloat16 config (...), for <own key>"
+        borrowed, _, own = note.removeprefix("helion config: ").partition(
+            ", the bfloat16 config (the same element size), for ")
+        assert own, note
+        assert split_key(borrowed)[::2] == split_key(own)[::2] and split_key(own)[1] == "float16", note

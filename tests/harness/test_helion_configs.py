@@ -73,6 +73,9 @@ def test_a_dtype_without_configs_runs_what_the_dtype_of_its_element_size_would_r
     assert choice == ConfigChoice("m|bfloat16|large|nn", "helion config: m|bfloat16|large|nn, the bfloat16 "
                                   "config (the same element size), for k|float16|large|nn")
     assert _choose("k|float16|large|nn", [*stored, "k|float16|tiny|nn"]).key == "k|float16|tiny|nn"
+    # The other dtype's config of the call's own bucket beats a distant bucket of its own dtype.
+    own_bucket_first = _choose("k|float16|large|nn", ["k|bfloat16|large|nn", "k|float16|tiny|nn"])
+    assert own_bucket_first.key == "k|bfloat16|large|nn"
     assert _choose("k|float32|large|nn", stored).key is None  # twice the bytes: Helion's default
     assert choose_config(dict.fromkeys(stored, {}), ("k|float16|large|nn",), place, borrow=False).key is None
 
@@ -221,3 +224,15 @@ def test_outside_a_cell_the_first_calls_notes_are_warnings_and_later_calls_are_s
         with collecting(notes):
             launch.call_with_stored_config(StandIn(limit=232_448), store, KEY, 1)
     assert notes == ["helion config: Helion's default for k|bfloat16|large|nn (no k|bfloat16 config stored)"]
+
+
+def test_under_the_interpreter_a_dtype_never_borrows_another_dtypes_config(tmp_path: Path, monkeypatch):
+    # The interpreter's gemm routes assume Helion's default BLOCK_K for the dtypes it runs.
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    kernel = StandIn(limit=232_448)
+    notes: list[str] = []
+    with collecting(notes):
+        launch.call_with_stored_config(kernel, _store(tmp_path, {"k|bfloat16|large|nn": {"num_stages": 1}}),
+                                       "k|float16|large|nn", 1)
+    assert kernel.config.config == kernel.default_config().config
+    assert notes == ["helion config: Helion's default for k|float16|large|nn (no k|float16 config stored)"]
