@@ -227,12 +227,10 @@ def peak_memory(cell: Cell) -> int:
     return torch.cuda.max_memory_allocated() - base
 
 
-def time_cell(cell: Cell, measurement: Measurement, timer: Timer | None,
-              wall_timer: Timer | None = None) -> None:
-    """One independent timing of the cell (one repeat) by each timer given, appended to
-    ``measurement``: the device timer's first, so the wall timer never runs between its flushes."""
-    if timer is not None:
-        measurement.repeats.append(timer.measure(cell.timed, cell.setup))
-    if wall_timer is not None:
-        measurement.wall_repeats.append(wall_timer.measure(cell.timed, cell.setup))
+def time_cell(cell: Cell, measurement: Measurement, timers: dict[str, Timer]) -> None:
+    """One independent timing of the cell (one repeat) by each timer (kind -> timer), appended to
+    ``measurement.timings`` in the order given (the device timer's first, so the wall timer never
+    runs between its flushes)."""
+    for kind, timer in timers.items():
+        measurement.timings.setdefault(kind, []).append(timer.measure(cell.timed, cell.setup))
 

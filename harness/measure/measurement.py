@@ -23,27 +23,34 @@ def combined(repeats: list[SampleStats]) -> SampleStats | None:
 
 @dataclass
 class Measurement:
-    """One cell's timings (one SampleStats per repeat, device and wall), accuracy, first-call time,
+    """One cell's timings (per timer kind, one SampleStats per repeat), accuracy, first-call time,
     memory and notes."""
 
-    repeats: list[SampleStats] = field(default_factory=list)
+    timings: dict[str, list[SampleStats]] = field(default_factory=dict)
+    """Each timer kind's repeats (:data:`~harness.measure.timing.TIMER_KINDS`: ``device``, ``wall``)."""
     accuracy: AccuracyResult | None = None
     first_call_ms: float | None = None
     peak_mem_bytes: int | None = None
     kernels: list[dict[str, Any]] | None = None
     """What one call launched (:func:`harness.measure.profile.profile_cell`), when profiled."""
-    wall_repeats: list[SampleStats] = field(default_factory=list)
-    """Host time per call (:class:`~harness.measure.timing.WallTimer`), one per repeat."""
     notes: list[str] = field(default_factory=list)
     """What the cell's kernels said about how they ran (:mod:`harness.notes`), e.g. on
     which stored config."""
 
+    def repeats_of(self, kind: str = "device") -> list[SampleStats]:
+        """The repeats of the timer ``kind`` (none when it did not run)."""
+        return self.timings.get(kind, [])
+
+    def stats_of(self, kind: str = "device") -> SampleStats | None:
+        """The cell's timing by the timer ``kind``: its only repeat, or the repeats' medians combined."""
+        return combined(self.repeats_of(kind))
+
+    @property
+    def repeats(self) -> list[SampleStats]:
+        """The device timer's repeats."""
+        return self.repeats_of("device")
+
     @property
     def stats(self) -> SampleStats | None:
         """The cell's latency (device timer)."""
-        return combined(self.repeats)
-
-    @property
-    def wall_stats(self) -> SampleStats | None:
-        """The cell's host time per call (wall timer)."""
-        return combined(self.wall_repeats)
+        return self.stats_of("device")

@@ -107,14 +107,14 @@ def _annotate_latency(record: Record, ctx: CellContext) -> None:
 
 
 def _walltime(ctx: CellContext) -> float:
-    stats = ctx.measurement.wall_stats
+    stats = ctx.measurement.stats_of("wall")
     if stats is None:
         raise MetricUnavailable("host time not measured")
     return stats.p50
 
 
 def _annotate_walltime(record: Record, ctx: CellContext) -> None:
-    _annotate_samples(record, ctx.measurement.wall_stats, ctx.measurement.wall_repeats)
+    _annotate_samples(record, ctx.measurement.stats_of("wall"), ctx.measurement.repeats_of("wall"))
 
 
 def _speedup(ctx: CellContext) -> float:

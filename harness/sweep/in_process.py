@@ -106,7 +106,7 @@ class ShapeRun:
     def __init__(self, sweep: Sweep, shape: Shape, names: list[str], given: ShapeInputs):
         self.sweep, self.shape, self.names, self.given = sweep, shape, names, given
         self.tolerance = sweep.tolerance(shape)
-        self.timer, self.wall_timer = sweep.timer("device"), sweep.timer("wall")
+        self.timers = sweep.timers_in_order()
         self.measurements = {name: Measurement() for name in names}
         self.errors: dict[str, str] = {}
         self.cells: dict[str, BuiltCell] = {}
@@ -161,12 +161,11 @@ class ShapeRun:
         """One repeat of the cell's timing."""
         measurement = self.measurements[name]
         try:
-            time_cell(self.cells[name].cell, measurement, self.timer, self.wall_timer)
+            time_cell(self.cells[name].cell, measurement, self.timers)
         except Exception as exc:  # noqa: BLE001
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.
-            measurement.repeats.clear()
-            measurement.wall_repeats.clear()
+            measurement.timings.clear()
             measurement.accuracy = _verdict(self.cells.pop(name))
             self.failed(name, error_text(exc))
 

@@ -36,8 +36,8 @@ _ROOT = Path(__file__).resolve().parents[2]
 def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
     accuracy = m.accuracy
     return {
-        "repeats": [[s.p20, s.p50, s.p80, s.n] for s in m.repeats],
-        "wall_repeats": [[s.p20, s.p50, s.p80, s.n] for s in m.wall_repeats],
+        "timings": {kind: [[s.p20, s.p50, s.p80, s.n] for s in repeats]
+                    for kind, repeats in m.timings.items()},
         "accuracy": None if accuracy is None else [
             accuracy.passed, accuracy.max_abs_err, accuracy.max_rel_err, accuracy.reason,
         ],
@@ -52,8 +52,7 @@ def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
 def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | None]:
     accuracy = data["accuracy"]
     m = Measurement(
-        repeats=[SampleStats(*r) for r in data["repeats"]],
-        wall_repeats=[SampleStats(*r) for r in data["wall_repeats"]],
+        timings={kind: [SampleStats(*r) for r in repeats] for kind, repeats in data["timings"].items()},
         accuracy=None if accuracy is None else AccuracyResult(*accuracy),
         first_call_ms=data["first_call_ms"],
         peak_mem_bytes=data["peak_mem_bytes"],

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.metrics import METRICS
-from harness.measure.timing import Timer, make_timer
+from harness.measure.timing import TIMER_KINDS, Timer, make_timer
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.settings import RunSettings, TimerSettings
 
@@ -72,10 +72,11 @@ class Sweep:
         """Whether any metric asked for needs the cells timed (else only their checks run)."""
         return bool(self.timers)
 
-    def timer(self, kind: str) -> Timer | None:
-        """The run's timer of ``kind`` (``device`` or ``wall``) when a metric needs it (one per
-        process, kind and timer settings, so the L2 flush buffer is shared)."""
-        return _timer(self.settings.device, self.settings.timer, kind) if kind in self.timers else None
+    def timers_in_order(self) -> dict[str, Timer]:
+        """The timers the metrics need, by kind, in :data:`~harness.measure.timing.TIMER_KINDS` order
+        (one per process, kind and timer settings, so the L2 flush buffer is shared)."""
+        return {kind: _timer(self.settings.device, self.settings.timer, kind)
+                for kind in TIMER_KINDS if kind in self.timers}
 
 
 @functools.cache

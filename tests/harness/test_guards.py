@@ -21,7 +21,7 @@ CEILINGS = DeviceCeilings(copy_gbps=4000.0, peak_gbps=4800.0, peak_tflops=None,
 
 def _records(latency_ms: float, baseline_p50: float, backend: str = "triton") -> list:
     op = ExpOperator("cpu", torch.float32)
-    m = Measurement(repeats=[SampleStats(latency_ms, latency_ms, latency_ms, 50)])
+    m = Measurement(timings={"device": [SampleStats(latency_ms, latency_ms, latency_ms, 50)]})
     baseline = Baseline("eager", "eager", p50=baseline_p50)
     return cell_records(op, Mode.FWD, (2**26,), backend, m, None, ["latency", "speedup", "gbps"],
                         CEILINGS, baseline)
@@ -51,7 +51,7 @@ def test_large_speedup_is_marked_for_review() -> None:
 
 def test_a_zero_median_latency_is_an_error_not_a_division_by_zero() -> None:
     op = ExpOperator("cpu", torch.float32)
-    empty = Measurement(repeats=[SampleStats(0.0, 0.0, 0.0, 10)])
+    empty = Measurement(timings={"device": [SampleStats(0.0, 0.0, 0.0, 10)]})
     records = cell_records(op, Mode.FWD, (2**20,), "triton", empty, None, ["latency", "speedup", "gbps"],
                            CEILINGS, Baseline("eager", "eager", p50=0.1))
     assert all(r.status == "error" and "no measurable work" in r.error for r in records)
@@ -67,7 +67,7 @@ def test_throughput_metrics_follow_from_the_median_and_the_models() -> None:
 
 def test_compile_time_is_the_first_call_beyond_the_steady_median() -> None:
     op = ExpOperator("cpu", torch.float32)
-    m = Measurement(repeats=[SampleStats(1.0, 1.0, 1.0, 50)], first_call_ms=41.0)
+    m = Measurement(timings={"device": [SampleStats(1.0, 1.0, 1.0, 50)]}, first_call_ms=41.0)
     record, = cell_records(op, Mode.FWD, (2**20,), "triton", m, None, ["compile_time"], CEILINGS,
                            Baseline("eager", "eager", p50=1.0))
     assert record.value == 40.0
@@ -97,7 +97,7 @@ def test_pct_peak_reads_each_cell_against_the_ceiling_of_its_traffic_pattern() -
     cases = {Mode.FWD: 4000.0, Mode.BWD: 4400.0, Mode.FWD_BWD: mixed}
     for mode, ceiling in cases.items():
         ms = op.bytes_moved((2**26,), mode) / (0.9 * ceiling * 1e9) * 1e3
-        m = Measurement(repeats=[SampleStats(ms, ms, ms, 50)])
+        m = Measurement(timings={"device": [SampleStats(ms, ms, ms, 50)]})
         record, = cell_records(op, mode, (2**26,), "triton", m, None, ["pct_peak"], CEILINGS,
                                Baseline("eager", "eager"))
         assert record.value == pytest.approx(90.0), mode

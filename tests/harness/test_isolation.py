@@ -157,10 +157,10 @@ def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
     from harness.sweep.isolate import _measurement_from_json, _measurement_to_json
 
     measured = Measurement(
-        repeats=[SampleStats(1.0, 1.1, 1.2, 30)], accuracy=AccuracyResult(True, 1e-7, 1e-6, None),
+        timings={"device": [SampleStats(1.0, 1.1, 1.2, 30)], "wall": [SampleStats(2.0, 2.1, 2.2, 40)]},
+        accuracy=AccuracyResult(True, 1e-7, 1e-6, None),
         first_call_ms=80.0, peak_mem_bytes=4096,
         kernels=[{"name": "aten::exp", "calls": 1.0, "us_per_call": 3.5, "share": 1.0}],
-        wall_repeats=[SampleStats(2.0, 2.1, 2.2, 40)],
         notes=["helion config: Helion's default for exp_fwd|float32|small"],
     )
     unset = Measurement()

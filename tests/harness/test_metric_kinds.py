@@ -71,7 +71,7 @@ def test_the_floor_and_review_flags_follow_the_entries(monkeypatch: pytest.Monke
             metric, kind=dataclasses.replace(metric.kind, **change)))
 
     def flags(latency_ms: float) -> dict[str, str | None]:
-        m = Measurement(repeats=[SampleStats(latency_ms, latency_ms, latency_ms, 50)])
+        m = Measurement(timings={"device": [SampleStats(latency_ms, latency_ms, latency_ms, 50)]})
         records = cell_records(op, Mode.FWD, (2**26,), "triton", m, None, ["latency", "gbps"], CEILINGS,
                                Baseline("eager", "eager", p50=latency_ms))
         return {r.metric: r.flag for r in records}

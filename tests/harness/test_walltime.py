@@ -100,10 +100,10 @@ def test_walltime_alone_never_builds_the_device_timer(monkeypatch: pytest.Monkey
 
 
 def test_isolated_worker_hands_back_walltime() -> None:
-    sent = Measurement(wall_repeats=[SampleStats(0.1, 0.2, 0.3, 12), SampleStats(0.2, 0.25, 0.3, 11)])
+    sent = Measurement(timings={"wall": [SampleStats(0.1, 0.2, 0.3, 12), SampleStats(0.2, 0.25, 0.3, 11)]})
     received, error = isolate._measurement_from_json(isolate._measurement_to_json(sent, None))
-    assert received.wall_repeats == sent.wall_repeats and error is None
-    assert received.wall_stats is not None and received.wall_stats.n == 23
+    assert received.timings == sent.timings and error is None
+    assert received.stats_of("wall") is not None and received.stats_of("wall").n == 23
 
 
 def test_walltime_table_shows_dispatch_against_the_direct_call(tmp_path: Path) -> None:
