@@ -31,8 +31,8 @@ from harness.tuning.configs import BucketPlace, split_key
 NOTE_PREFIX = "helion config: "
 
 SAME_SIZE_DTYPES = {"float16": "bfloat16", "bfloat16": "float16"}
-"""The dtype whose stored configs a dtype with none of its own may run on: one of the same
-element size, so a config's tiles, stages and shared memory stay what was tuned."""
+"""The dtype whose stored configs another may run on where its own lack the call's bucket: one of
+the same element size, so a config's tiles, stages and shared memory stay what was tuned."""
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 :func:`call_with_stored_config` binds a kernel to its arguments and, on the first call of each
 specialization, applies the config :func:`~harness.tuning.choice.choose_config` picks (its own
-bucket's, else the nearest stored bucket's, else on the GPU those of a dtype of the same element
-size, else Helion's default), with the fields the call
+bucket's, else on the GPU the same-size dtype's of that bucket, else the nearest stored bucket's,
+else Helion's default), with the fields the call
 fixes (``fixed``, e.g. ``indexing="pointer"`` for a kernel whose tensor-descriptor loads would
 be wrong) put over it; ``fixed`` is read on that first call only.  When the first launch
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
