@@ -1,9 +1,9 @@
 """The benchmark harness: everything that is not operator-specific.
 
-``operator`` and ``registry`` are the authoring surface, ``metric_kinds`` and ``settings`` the
-leaf tables every package reads; the sub-packages do one job each: ``measure`` (timers,
-accuracy, metrics, one cell), ``sweep`` (running cells: in process, isolated, sharded, ranked),
-``report`` (records, files, tables, exporters), ``compare`` (the regression gate), ``tuning``
-(stored Helion configs), ``tritonbench`` (our backends in tritonbench's runner) and ``cli`` (the
-only harness package that parses arguments).
+``operator`` and ``registry`` are the authoring surface, ``settings`` and ``metrics`` (the metric
+table and the cell data it computes from) the leaves every package reads; the other sub-packages
+do one job each: ``measure`` (timers, accuracy, one cell), ``sweep`` (running cells: in process,
+isolated, sharded, ranked), ``report`` (records, files, tables, exporters), ``compare`` (the
+regression gate), ``tuning`` (stored Helion configs), ``tritonbench`` (our backends in
+tritonbench's runner) and ``cli`` (the only harness package that parses arguments).
 """

@@ -20,7 +20,7 @@ from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.errors import ContextLost
-from harness.measure.metrics import METRICS
+from harness.metrics.table import METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
@@ -48,7 +48,7 @@ def _print_lists(args: argparse.Namespace) -> bool:
     if args.list_metrics:
         for name, metric in METRICS.items():
             timing = {None: " (no timing)", "wall": " (wall timer)"}.get(metric.timer, "")
-            print(f"{name:<13}{metric.kind.unit:<9}{metric.kind.description}{timing}")
+            print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}")
         return True
     if args.list_backends:
         for name in args.op or operator_names():

@@ -16,7 +16,7 @@ from harness.cli.args import (
     positive_float,
     validate_choices,
 )
-from harness.measure.metrics import DEFAULT_METRICS, METRICS
+from harness.metrics.table import DEFAULT_METRICS, METRICS
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS, DEFAULT_FLUSH, FLUSHES
 

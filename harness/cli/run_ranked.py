@@ -13,8 +13,8 @@ from harness.cli.progress import ProgressDisplay
 from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.measure.ceilings import measure_ceilings
-from harness.measure.measurement import Measurement
 from harness.measure.records import Baseline, cell_records
+from harness.metrics.cell_data import Measurement
 from harness.operator import DTYPE_NAMES
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line

@@ -10,19 +10,10 @@ with a message saying which.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
-
-@dataclass(frozen=True)
-class AccuracyResult:
-    """Outcome of one comparison: pass/fail, the worst errors, and why it failed."""
-
-    passed: bool
-    max_abs_err: float
-    max_rel_err: float
-    reason: str | None = None
+from harness.metrics.cell_data import AccuracyResult
 
 
 def _compare(name: str, actual: torch.Tensor | None, ref: torch.Tensor, dtype: torch.dtype,

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from harness.measure.accuracy import AccuracyResult, compare_all
-from harness.measure.measurement import Measurement
+from harness.measure.accuracy import compare_all
 from harness.measure.timing import Timer, synchronize
+from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.notes import collecting
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
 

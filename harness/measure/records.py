@@ -12,15 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.measurement import Measurement
-from harness.measure.metrics import (
-    METRICS,
-    CellContext,
-    MetricNotApplicable,
-    MetricUnavailable,
-    Roofline,
-)
-from harness.metric_kinds import METRIC_KINDS
+from harness.metrics.cell_data import CellContext, Measurement, Roofline
+from harness.metrics.table import METRICS, MetricNotApplicable, MetricUnavailable, RecordFields
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP, Record
 
@@ -44,8 +37,16 @@ def base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, m
     return Record(
         op=op.name, mode=mode.value, dtype=str(op.dtype).removeprefix("torch."),
         x_val=list(x_val) if isinstance(x_val, tuple) else x_val, backend=backend,
-        metric=metric, value=None, unit=METRIC_KINDS[metric].unit,
+        metric=metric, value=None, unit=METRICS[metric].unit,
     )
+
+
+def _set_fields(record: Record, fields: RecordFields) -> None:
+    """Give ``record`` what its metric's entry says it carries besides its value."""
+    record.note, record.repeats = fields.note, fields.repeats
+    record.p20, record.p50, record.p80 = fields.p20, fields.p50, fields.p80
+    record.n_samples = fields.n_samples
+    record.extra.update(fields.extra)
 
 
 def roofline(op: BenchmarkOperator, mode: Mode, shape: Shape, ceilings: DeviceCeilings) -> Roofline:
@@ -76,12 +77,11 @@ def cell_records(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str,
             record.status, record.error = "skipped", str(reason)
         except MetricUnavailable as reason:
             record.status, record.error = "error", error or str(reason)
-        if metric.annotate is not None:
-            metric.annotate(record, ctx)
-        if below_floor and metric.kind.floor_flagged:
+        _set_fields(record, metric.record_fields(ctx))
+        if below_floor and metric.floor_flagged:
             record.flag = BELOW_FLOOR
             record.note = f"faster than the physical floor of {floor * 1e3:.2f} us"
-        elif (metric.kind.reviewed and record.value is not None and backend != baseline.name
+        elif (metric.reviewed and record.value is not None and backend != baseline.name
               and baseline.is_registered_baseline() and record.value > op.review_speedup):
             record.flag = REVIEW_SPEEDUP
             record.note = f"{name} over {op.review_speedup:g}x: review"

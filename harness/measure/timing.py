@@ -1,4 +1,4 @@
-"""Timers and sample statistics.
+"""Timers; each summarizes its samples as a :class:`~harness.metrics.cell_data.SampleStats`.
 
 CUDA: device time from CUDA events.  Before every timed call the device is synchronized
 (work left on any stream never overlaps the next sample), the L2 cache is flushed by
@@ -23,36 +23,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from harness.metrics.cell_data import SampleStats
 from harness.settings import FLUSHES, TimerSettings
 
 MIN_SAMPLES = 10
 MAX_SAMPLES = 1000
 SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
-
-
-@dataclass(frozen=True)
-class SampleStats:
-    """Summary of timing samples in milliseconds."""
-
-    p20: float
-    p50: float
-    p80: float
-    n: int
-
-    @property
-    def spread(self) -> float:
-        """Half the p20-p80 range relative to the median (0.01 means +-1%)."""
-        return (self.p80 - self.p20) / (2 * self.p50) if self.p50 > 0 else float("nan")
-
-    @classmethod
-    def of(cls, samples_ms: list[float]) -> SampleStats:
-        p20, p50, p80 = np.percentile(np.asarray(samples_ms, dtype=np.float64), [20, 50, 80])
-        return cls(float(p20), float(p50), float(p80), len(samples_ms))
 
 
 class L2Flusher:
@@ -222,7 +202,7 @@ class WallTimer:
 
 Timer = CudaTimer | CpuTimer | WallTimer
 TIMER_KINDS = ("device", "wall")
-"""What a metric can be timed by (:attr:`harness.measure.metrics.Metric.timer`)."""
+"""What a metric can be timed by (:attr:`harness.metrics.table.Metric.timer`)."""
 
 
 def make_timer(device: str, settings: TimerSettings, kind: str = "device") -> Timer:

@@ -1,2 +1,2 @@
 """Reporting: result records, result files, terminal tables, plots and export formats (the metric
-table they read is :mod:`harness.metric_kinds`)."""
+table they read is :mod:`harness.metrics.table`)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from harness.metric_kinds import METRIC_KINDS
+from harness.metrics.table import METRICS
 
 SCHEMA_VERSION = 1
 BELOW_FLOOR = "below_physical_floor"
@@ -229,7 +229,7 @@ def describe_cell(record: Record) -> str:
 def malformed(record: Record) -> str | None:
     """What is wrong with a record read from a file (a value that is not a finite number, a
     latency that is not positive, an accuracy that is not 0 or 1), or None; which metrics are
-    positive or pass/fail is :data:`~harness.metric_kinds.METRIC_KINDS`'s to say."""
+    positive or pass/fail is :data:`~harness.metrics.table.METRICS`'s to say."""
     names = ("op", "mode", "dtype", "backend", "metric")
     if not all(isinstance(getattr(record, name), str) for name in names):
         return "op, mode, dtype, backend and metric must be strings"
@@ -249,15 +249,15 @@ def malformed(record: Record) -> str | None:
     spread = record.extra.get("spread")
     if spread is not None and not (_number(spread) and spread >= 0):
         return f"spread {spread!r} is not a non-negative number"
-    kind = METRIC_KINDS.get(record.metric)
-    if kind is not None and kind.positive and record.value is not None and record.value <= 0:
+    entry = METRICS.get(record.metric)
+    if entry is not None and entry.positive and record.value is not None and record.value <= 0:
         return f"{record.metric} {record.value!r} is not positive"
     timing = [v for v in (record.p20, record.p50, record.p80) if v is not None]
     timing += list(record.repeats or [])
     if not all(_number(v) and v > 0 for v in timing):
         bad = next(v for v in timing if not (_number(v) and v > 0))
         return f"latency {bad!r} is not a positive number of milliseconds"
-    if kind is not None and kind.pass_fail and record.value not in (None, 0, 1):
+    if entry is not None and entry.pass_fail and record.value not in (None, 0, 1):
         return f"{record.metric} {record.value!r} is neither 0 nor 1"
     return None
 

@@ -2,7 +2,7 @@
 
 One table per (op, mode, dtype): the x_val column, then ``<backend>-<metric>`` columns with
 the baseline first, and an ``average`` row (the mean the metric's entry in
-:data:`~harness.metric_kinds.METRIC_KINDS` names: geometric for speedup, arithmetic for the
+:data:`~harness.metrics.table.METRICS` names: geometric for speedup, arithmetic for the
 others; over cells that have a value and are not below the physical floor).
 Failed and skipped cells show a short marker whose message is listed under the table;
 notes (why accuracy failed, a flagged number) show as ``[n]`` after the value.
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
-from harness.metric_kinds import METRIC_KINDS
+from harness.metrics.table import METRICS
 from harness.registry import load_operator, operator_names
 from harness.report.error_line import error_line
 from harness.report.results import BELOW_FLOOR, Record, csv_text
 
 AVERAGE_NOTE = "average: geometric mean for {}, arithmetic mean for other metrics".format(
-    ", ".join(name for name, kind in METRIC_KINDS.items() if kind.mean == "geometric"))
+    ", ".join(name for name, metric in METRICS.items() if metric.mean == "geometric"))
 
 
 def _group_key(r: Record) -> tuple[str, str, str]:
@@ -42,8 +42,8 @@ def _fmt(value: float) -> str:
 def _average(metric: str, values: list[float]) -> float | None:
     if not values:
         return None
-    kind = METRIC_KINDS.get(metric)
-    if kind is not None and kind.mean == "geometric":
+    entry = METRICS.get(metric)
+    if entry is not None and entry.mean == "geometric":
         if any(v <= 0 for v in values):
             return None
         return math.exp(sum(math.log(v) for v in values) / len(values))

@@ -27,8 +27,8 @@ from typing import Any
 
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.errors import ContextLost
-from harness.measure.measurement import Measurement
 from harness.measure.records import Baseline, cell_records
+from harness.metrics.cell_data import Measurement
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.report.error_line import error_line
 from harness.report.results import Record

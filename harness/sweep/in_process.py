@@ -18,7 +18,6 @@ from typing import Any
 
 import torch
 
-from harness.measure.accuracy import AccuracyResult
 from harness.measure.cell import (
     Cell,
     Reference,
@@ -33,8 +32,8 @@ from harness.measure.cell import (
     time_cell,
 )
 from harness.measure.errors import ContextLost, context_lost, error_text
-from harness.measure.measurement import Measurement
 from harness.measure.profile import profile_cell
+from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
 from harness.report.error_line import CONTEXT_LOST_NOTE
 from harness.settings import RunSettings

@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.measure.accuracy import AccuracyResult
-from harness.measure.measurement import Measurement
-from harness.measure.timing import SampleStats
+from harness.metrics.cell_data import AccuracyResult, Measurement, SampleStats
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.report.error_line import error_line
 from harness.settings import RunSettings

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.metrics import METRICS
 from harness.measure.timing import TIMER_KINDS, Timer, make_timer
+from harness.metrics.table import METRICS
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.settings import RunSettings, TimerSettings
 
@@ -64,7 +64,7 @@ class Sweep:
     @property
     def timers(self) -> set[str]:
         """The timers the metrics asked for need: ``device``, ``wall`` (:attr:`Metric.timer
-        <harness.measure.metrics.Metric.timer>`)."""
+        <harness.metrics.table.Metric.timer>`)."""
         return {timer for name in self.settings.metrics if (timer := METRICS[name].timer) is not None}
 
     @property

@@ -8,7 +8,7 @@ import torch
 
 from harness.measure import ceilings
 from harness.measure.ceiling_kernels import BLOCK, pattern_call
-from harness.measure.timing import SampleStats
+from harness.metrics.cell_data import SampleStats
 from harness.settings import TimerSettings
 
 

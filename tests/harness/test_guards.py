@@ -7,9 +7,8 @@ import pytest
 import torch
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.measurement import Measurement
 from harness.measure.records import Baseline, cell_records
-from harness.measure.timing import SampleStats
+from harness.metrics.cell_data import Measurement, SampleStats
 from harness.operator import Mode
 from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP
 from harness.report.table import TableData, render

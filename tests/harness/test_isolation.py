@@ -151,9 +151,7 @@ def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
 
 
 def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
-    from harness.measure.accuracy import AccuracyResult
-    from harness.measure.measurement import Measurement
-    from harness.measure.timing import SampleStats
+    from harness.metrics.cell_data import AccuracyResult, Measurement, SampleStats
     from harness.sweep.isolate import _measurement_from_json, _measurement_to_json
 
     measured = Measurement(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.cli.run_args import build_parser
-from harness.measure.metrics import METRICS
 from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
+from harness.metrics.table import METRICS
 from harness.settings import TimerSettings
 
 

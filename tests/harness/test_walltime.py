@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from harness.measure import timing
-from harness.measure.measurement import Measurement
-from harness.measure.timing import SampleStats, make_timer
+from harness.measure.timing import make_timer
+from harness.metrics.cell_data import Measurement, SampleStats
 from harness.operator import Mode
 from harness.report.results import read_json
 from harness.settings import TimerSettings
