@@ -95,6 +95,7 @@ def rms_norm_bwd(
     """
     m, n = x.size()
     n = hl.specialize(n)
+    # strategy's KEPT_INPUT width, as a literal: a module constant would become a kernel argument.
     keep_bf16 = x.dtype == torch.bfloat16 and n > 8192
     programs = sm_grid.size(0) * hl.register_tunable("programs_per_sm", EnumFragment(choices=(1, 2, 4, 8)))
     dx = torch.empty_like(x)

@@ -13,10 +13,12 @@ Backward, with ``xhat = x * rstd`` and ``g = dy * weight``::
 The forward reads ``x`` once from DRAM and writes ``y``.  The backward reads ``x``, ``dy`` and
 ``rstd`` and writes ``dx`` in one pass; each program accumulates ``dw`` over its rows in fp32
 registers and stores one partial row, which a second small kernel sums.  Which kernel runs and
-how it is launched is a plan (:mod:`operators.rms_norm.triton_plans`); the variants for wide
-rows live in :mod:`operators.rms_norm.triton_wide`.  The host functions are ``torch.library``
-custom ops (``opbench::rms_norm_fwd``, ``opbench::rms_norm_bwd``) with autograd, so
-``torch.compile`` traces through them; :mod:`operators.rms_norm.triton_direct` calls the same
+how it is launched is a plan (:mod:`operators.rms_norm.triton_plans`); besides the plain
+one-pass kernel, a prefetching one (the next block of rows loaded ahead) runs most 4096-wide
+rows and 8192-wide fp32 ones, and the variants for wider rows live in
+:mod:`operators.rms_norm.triton_wide`.  The host functions are ``torch.library`` custom ops
+(``opbench::rms_norm_fwd``, ``opbench::rms_norm_bwd``) with autograd, so ``torch.compile``
+traces through them; :mod:`operators.rms_norm.triton_direct` calls the same
 host functions (:func:`rms_norm_forward`, :func:`rms_norm_backward`) without the dispatcher.
 """
 
@@ -139,6 +141,57 @@ def _rms_norm_bwd_kernel(
 
 
 @triton.jit
+def _rms_norm_bwd_prefetch_kernel(
+    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """The one-pass backward with the next block of rows loaded into registers ahead of use.
+
+    Per row ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``;
+    the program's ``sum(dy * xhat)`` over its rows is fp32 row ``pid`` of ``dw_partial`` [programs, N].
+    Blocks of ``BLOCK_M`` rows, padded to ``BLOCK_N >= N``, go to programs ``pid, pid + programs, ...``.
+    Each step issues the loads of its next block (kept in the input dtype) before it reduces and
+    stores the current one, so the reduction and the ``dx`` stores overlap the next block's DRAM
+    latency without a trip through shared memory.  Precondition: ``programs * BLOCK_M * N < 2**31``
+    (the step is an int32 product; an int64 step ran 5-8% slower: NOTES.md, "A regression found and undone").
+    ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
+    """
+    let_dw_sum_launch(USE_PDL)
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    step = tl.num_programs(0) * BLOCK_M
+
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    mask = (rows < M)[:, None] & col_mask[None, :]
+    offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+    x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
+    for row_start in tl.range(pid * BLOCK_M, M, step, num_stages=1):
+        rows = row_start + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
+        x = x_next.to(tl.float32)
+        dy = dy_next.to(tl.float32)
+        next_mask = (rows + step < M)[:, None] & col_mask[None, :]
+        x_next = tl.load(x_ptr + offsets + step * N, mask=next_mask, other=0.0)
+        dy_next = tl.load(dy_ptr + offsets + step * N, mask=next_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+
+        xhat = x * rstd[:, None]
+        g = dy * w[None, :]
+        c = tl.sum(g * xhat, axis=1) / N
+        dx = rstd[:, None] * (g - xhat * c[:, None])
+        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += tl.sum(dy * xhat, axis=0)
+
+    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
+
+
+@triton.jit
 def _sum_rows_kernel(partial_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr,
                      USE_PDL: tl.constexpr):
     """``out[j] = sum_i partial[i, j]`` over the fp32 rows of ``partial`` [P, N], cast to ``out``'s dtype.
@@ -207,8 +260,11 @@ def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor) -> torch.Te
 def one_pass_kernel(plan: BwdPlan, use_pdl: bool) -> tuple[triton.JITFunction, dict]:
     """The kernel of a one-pass ``plan`` and its launch keywords (constexprs and ``num_warps``),
     ``USE_PDL`` being ``use_pdl`` (:func:`grid_dependency_control` of the device)."""
-    if plan.kernel is not BwdKernel.ONE_PASS:
-        return triton_wide.one_pass_variant(plan, use_pdl)
+    if plan.kernel is BwdKernel.ONE_PASS_KEPT:
+        return triton_wide.kept_input_kernel(plan, use_pdl)
+    if plan.kernel is BwdKernel.ONE_PASS_PREFETCH:
+        return _rms_norm_bwd_prefetch_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
+                                                   USE_PDL=use_pdl, num_warps=plan.num_warps)
     return _rms_norm_bwd_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
                                       USE_PDL=use_pdl, num_warps=plan.num_warps)
 

@@ -1,10 +1,10 @@
-"""rms_norm's Triton backward for wide rows: one-pass variants, the row split and two passes.
+"""rms_norm's Triton backward for wide rows: the kept-input one-pass kernel, the row split and two passes.
 
 The math is that of :mod:`operators.rms_norm.triton_impl`'s one-pass backward; these kernels
 keep wide rows streaming where a whole fp32 row and its ``dw`` no longer fit comfortably in
-registers.  Each writes ``dx`` and fp32 partial ``dw`` rows that ``triton_impl`` sums;
-:mod:`operators.rms_norm.triton_plans` says which shapes take which (probe numbers refer to
-``results/h200/rms_norm/NOTES.md``).
+registers.  Each writes ``dx`` and fp32 partial ``dw`` rows that ``triton_impl`` sums.  Which
+shapes take which is :mod:`operators.rms_norm.strategy`'s table, and how each is launched
+:mod:`operators.rms_norm.triton_plans` (probe numbers refer to ``results/h200/rms_norm/NOTES.md``).
 """
 
 from __future__ import annotations
@@ -26,57 +26,6 @@ _SHARE_READY: tl.constexpr = tl.constexpr(1 << 32)
 
 _ROW_DOT_BLOCK_N = 4096
 """Columns per step of the two-pass backward's row-sum kernel (8 warps, 16 values per thread)."""
-
-
-@triton.jit
-def _rms_norm_bwd_prefetch_kernel(
-    dy_ptr, x_ptr, w_ptr, rstd_ptr, dx_ptr, dw_partial_ptr, M, N: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, USE_PDL: tl.constexpr,
-):
-    """The one-pass backward with the next block of rows loaded into registers ahead of use.
-
-    Per row ``xhat = x * rstd``, ``g = dy * w``, ``dx = rstd * (g - xhat * sum(g * xhat) / N)``;
-    the program's ``sum(dy * xhat)`` over its rows is fp32 row ``pid`` of ``dw_partial`` [programs, N].
-    Blocks of ``BLOCK_M`` rows, padded to ``BLOCK_N >= N``, go to programs ``pid, pid + programs, ...``.
-    Each step issues the loads of its next block (kept in the input dtype) before it reduces and
-    stores the current one, so the reduction and the ``dx`` stores overlap the next block's DRAM
-    latency without a trip through shared memory.  Precondition: ``programs * BLOCK_M * N < 2**31``
-    (the step is an int32 product; an int64 step ran 5-8% slower: NOTES.md, "A regression found and undone").
-    ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
-    """
-    let_dw_sum_launch(USE_PDL)
-    pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    col_mask = cols < N
-    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
-    step = tl.num_programs(0) * BLOCK_M
-
-    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-    mask = (rows < M)[:, None] & col_mask[None, :]
-    offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
-    x_next = tl.load(x_ptr + offsets, mask=mask, other=0.0)
-    dy_next = tl.load(dy_ptr + offsets, mask=mask, other=0.0)
-    for row_start in tl.range(pid * BLOCK_M, M, step, num_stages=1):
-        rows = row_start + tl.arange(0, BLOCK_M)
-        row_mask = rows < M
-        mask = row_mask[:, None] & col_mask[None, :]
-        offsets = rows.to(tl.int64)[:, None] * N + cols[None, :]
-        x = x_next.to(tl.float32)
-        dy = dy_next.to(tl.float32)
-        next_mask = (rows + step < M)[:, None] & col_mask[None, :]
-        x_next = tl.load(x_ptr + offsets + step * N, mask=next_mask, other=0.0)
-        dy_next = tl.load(dy_ptr + offsets + step * N, mask=next_mask, other=0.0)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-
-        xhat = x * rstd[:, None]
-        g = dy * w[None, :]
-        c = tl.sum(g * xhat, axis=1) / N
-        dx = rstd[:, None] * (g - xhat * c[:, None])
-        tl.store(dx_ptr + offsets, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += tl.sum(dy * xhat, axis=0)
-
-    tl.store(dw_partial_ptr + pid.to(tl.int64) * N + cols, dw, mask=col_mask)
 
 
 @triton.jit
@@ -264,17 +213,13 @@ def _rms_norm_bwd_stripe_kernel(
     tl.store(dw_partial_ptr + tl.program_id(1).to(tl.int64) * N + cols, dw, mask=col_mask)
 
 
-def one_pass_variant(plan: BwdPlan, use_pdl: bool) -> tuple[triton.JITFunction, dict]:
-    """The kernel of a ``ONE_PASS_KEPT`` or ``ONE_PASS_PREFETCH`` plan and its launch keywords
-    (constexprs, ``USE_PDL`` being ``use_pdl``, and ``num_warps``); the launch is that of the
-    plain one-pass kernel."""
-    if plan.kernel is BwdKernel.ONE_PASS_KEPT:
-        return _rms_norm_bwd_kept_kernel, dict(BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
-                                               USE_PDL=use_pdl, num_warps=plan.num_warps)
-    if plan.kernel is BwdKernel.ONE_PASS_PREFETCH:
-        return _rms_norm_bwd_prefetch_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
-                                                   USE_PDL=use_pdl, num_warps=plan.num_warps)
-    raise ValueError(f"not a one-pass variant: {plan}")
+def kept_input_kernel(plan: BwdPlan, use_pdl: bool) -> tuple[triton.JITFunction, dict]:
+    """The kernel of a ``ONE_PASS_KEPT`` plan and its launch keywords (constexprs, ``USE_PDL``
+    being ``use_pdl``, and ``num_warps``); the launch is that of the plain one-pass kernel."""
+    if plan.kernel is not BwdKernel.ONE_PASS_KEPT:
+        raise ValueError(f"not a kept-input plan: {plan}")
+    return _rms_norm_bwd_kept_kernel, dict(BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
+                                           USE_PDL=use_pdl, num_warps=plan.num_warps)
 
 
 def launch_row_split(

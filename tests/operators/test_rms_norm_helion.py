@@ -57,12 +57,16 @@ def test_helion_bf16_backward_at_16384_wide_matches_reference():
 
 
 def test_helion_backward_converts_only_bf16_rows_again_through_their_bits():
-    # At 16384 wide, Helion's kernel converts kept bf16 rows again through their bit pattern, fp16 not.
-    for dtype, kept in ((torch.bfloat16, True), (torch.float16, False)):
-        args = helion_tuning.tuning_args("rms_norm_bwd", 8, 10000, dtype, "cpu")
-        config = helion.Config(programs_per_sm=1, num_warps=4)
+    # From the strategy table's KEPT_INPUT width on, Helion's kernel converts kept bf16 rows again
+    # through their bit pattern; fp16 rows and narrower rows not.
+    kept_rule = next(rule for rule in strategy.BWD_RULES if rule.strategy is strategy.BwdStrategy.KEPT_INPUT)
+    narrowest = kept_rule.widths[0] // 2 + 1  # the narrowest row padded to the rule's width
+    config = helion.Config(programs_per_sm=1, num_warps=4)
+    for dtype, n, kept in ((torch.bfloat16, narrowest, True), (torch.bfloat16, narrowest - 1, False),
+                           (torch.float16, narrowest, False)):
+        args = helion_tuning.tuning_args("rms_norm_bwd", 8, n, dtype, "cpu")
         code = helion_impl.rms_norm_bwd.bind(args).to_triton_code(config)
-        assert ("tl.int16, bitcast=True" in code) == kept, dtype
+        assert ("tl.int16, bitcast=True" in code) == kept, (dtype, n)
 
 
 def test_helion_row_split_parts_fit_their_share_cells():
