@@ -15,10 +15,11 @@ shape, with the device gap before it, from ``torch.profiler``::
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 
-from harness.measure.timing import L2Flusher
+from harness.measure.timing import L2Flusher, Timer
 from operators.rms_norm import helion_impl, triton_impl
 from operators.rms_norm.operator import EPS
 from operators.rms_norm.probes.common import (
@@ -31,10 +32,13 @@ from operators.rms_norm.probes.common import (
     write_records,
 )
 
+RmsNorm = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+"""A backend's differentiable ``rms_norm(x, weight, eps)``."""
 SHAPES = ((4096, 8192), (16384, 8192), (32768, 4096), (4096, 4096), (4096, 16384), (4096, 32768))
 
 
-def autograd_backward(rms_norm, x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor):
+def autograd_backward(rms_norm: RmsNorm, x: torch.Tensor, weight: torch.Tensor, dy: torch.Tensor,
+                      ) -> tuple[Callable[[], None], Callable[[], None], Callable[[], tuple]]:
     """``(backward, setup, grads)`` for ``rms_norm``'s backward run as the benchmark runs it."""
     leaves = (x.detach().requires_grad_(), weight.detach().requires_grad_())
     y = rms_norm(*leaves, EPS)
@@ -49,7 +53,8 @@ def autograd_backward(rms_norm, x: torch.Tensor, weight: torch.Tensor, dy: torch
     return backward, setup, lambda: (leaves[0].grad, leaves[1].grad)
 
 
-def time_autograd(timer, rms_norm, inputs, record: dict, nbytes: int) -> dict:
+def time_autograd(timer: Timer, rms_norm: RmsNorm, inputs: tuple[torch.Tensor, ...], record: dict,
+                  nbytes: int) -> dict:
     """Check and time one backend's autograd backward; a failure is recorded, not raised."""
     x, weight, dy, _, dx_ref, dw_ref = inputs
     try:
@@ -69,7 +74,7 @@ def time_autograd(timer, rms_norm, inputs, record: dict, nbytes: int) -> dict:
     return record
 
 
-def print_timeline(inputs, flush) -> None:
+def print_timeline(inputs: tuple[torch.Tensor, ...], flush: Callable[[], None]) -> None:
     """Each kernel of three autograd backwards per backend, its duration and the gap before it."""
     x, weight, dy = inputs[0], inputs[1], inputs[2]
     for name, module in (("triton", triton_impl), ("helion", helion_impl)):

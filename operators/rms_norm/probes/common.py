@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -19,6 +22,7 @@ from harness.measure.timing import Timer, make_timer
 from harness.settings import TimerSettings
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
+from operators.rms_norm.triton_plans import BwdPlan
 
 DTYPE = torch.bfloat16
 """The dtype every rms_norm probe runs in."""
@@ -59,8 +63,8 @@ def fwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
     return x, weight, rstd, x.double() * rstd[:, None] * weight.double()
 
 
-def check_and_time_fwd(timer: Timer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
-                       nbytes: int) -> dict:
+def check_and_time_fwd(timer: Timer, call: Callable[[], tuple], record: dict,
+                       refs: tuple[torch.Tensor, torch.Tensor], nbytes: int) -> dict:
     """Run a forward variant, record its errors against the float64 ``refs`` (``rstd``, ``y``)
     and its time (:func:`_time_checked`); ``call`` returns ``y`` and ``rstd`` (or ``None``
     for it)."""
@@ -107,8 +111,8 @@ def bwd_inputs(m: int, n: int) -> tuple[torch.Tensor, ...]:
     return (x, weight, dy, rstd, *bwd_reference(x, weight, dy))
 
 
-def check_and_time(timer: Timer, call, record: dict, refs: tuple[torch.Tensor, torch.Tensor],
-                   nbytes: int) -> dict:
+def check_and_time(timer: Timer, call: Callable[[], tuple], record: dict,
+                   refs: tuple[torch.Tensor, torch.Tensor], nbytes: int) -> dict:
     """Run a backward variant, record its errors against the float64 ``refs`` and its time
     (:func:`_time_checked`); ``call`` returns ``dx`` and either ``dw`` or the partial ``dw``
     rows (summed here)."""
@@ -120,7 +124,8 @@ def check_and_time(timer: Timer, call, record: dict, refs: tuple[torch.Tensor, t
     return _time_checked(timer, call, record, errors, nbytes)
 
 
-def _time_checked(timer: Timer, call, record: dict, errors, nbytes: int) -> dict:
+def _time_checked(timer: Timer, call: Callable[[], Any], record: dict,
+                  errors: Callable[[Any], dict] | None, nbytes: int) -> dict:
     """Run ``call`` once and add ``errors(outputs)`` to ``record`` (unless ``errors`` is
     ``None``), then time it as a share of ``record["copy_gbps"]`` for ``nbytes`` and print a
     line.  ``record`` holds the shape, variant and copy bandwidth (and any ``flush`` or
@@ -144,8 +149,8 @@ def _time_checked(timer: Timer, call, record: dict, errors, nbytes: int) -> dict
     return record
 
 
-def time_main_and_whole(timer: Timer, module, inputs: tuple[torch.Tensor, ...], plan,
-                        record: dict) -> list[dict]:
+def time_main_and_whole(timer: Timer, module: ModuleType, inputs: tuple[torch.Tensor, ...],
+                        plan: BwdPlan, record: dict) -> list[dict]:
     """Check and time a Triton backward module's main kernels alone and whole (with the
     partial-``dw`` sum) under ``plan``, on ``inputs`` from :func:`bwd_inputs`; ``record``
     holds the shape, variant and ``copy_gbps``."""

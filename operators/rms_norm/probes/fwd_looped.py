@@ -13,6 +13,7 @@ against float64, then timed against the copy bandwidth measured at the start::
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 import triton
@@ -62,7 +63,7 @@ def main() -> None:
         write_records(args.out, records)
 
 
-def _compiled_call(x: torch.Tensor, weight: torch.Tensor):
+def _compiled_call(x: torch.Tensor, weight: torch.Tensor) -> Callable[[], tuple]:
     """``torch.compile`` of the eager forward, with ``x`` and ``weight`` requiring grad as in the
     sweep's ``fwd`` mode; returns ``(y, None)`` (the saved ``rstd`` is not an output)."""
     fn = compiled(llama_rms_norm)
