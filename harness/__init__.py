@@ -4,6 +4,6 @@
 table and the cell data it computes from) the leaves every package reads; the other sub-packages
 do one job each: ``measure`` (timers, accuracy, one cell), ``sweep`` (running cells: in process,
 isolated, sharded, ranked), ``report`` (records, files, tables, exporters), ``compare`` (the
-regression gate), ``tuning`` (stored Helion configs), ``tritonbench`` (our backends in
+regression gate), ``tuning`` (stored Helion configs and their tuner), ``tritonbench`` (our backends in
 tritonbench's runner) and ``cli`` (the only harness package that parses arguments).
 """

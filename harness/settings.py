@@ -63,11 +63,6 @@ class RunSettings:
     profile_dir: str | None = None
     """Where each cell's profiler trace goes (``--profile DIR``), or None."""
 
-    @property
-    def profiled(self) -> bool:
-        """Whether cells are profiled: for traces, or for the ``kernels`` metric."""
-        return self.profile_dir is not None or "kernels" in self.metrics
-
     def to_json(self) -> dict[str, Any]:
         """The settings as plain JSON values."""
         return dataclasses.asdict(self)

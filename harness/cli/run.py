@@ -20,6 +20,7 @@ from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.errors import ContextLost
+from harness.measure.timing import DEFAULT_TIMER
 from harness.metrics.table import METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
@@ -47,7 +48,7 @@ def _print_lists(args: argparse.Namespace) -> bool:
         return True
     if args.list_metrics:
         for name, metric in METRICS.items():
-            timing = {None: " (no timing)", "wall": " (wall timer)"}.get(metric.timer, "")
+            timing = {None: " (no timing)", DEFAULT_TIMER: ""}.get(metric.timer, f" ({metric.timer} timer)")
             print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}")
         return True
     if args.list_backends:

@@ -16,6 +16,7 @@ from harness.cli.args import (
     positive_float,
     validate_choices,
 )
+from harness.measure.timing import DEFAULT_TIMER, TIMER_KINDS
 from harness.metrics.table import DEFAULT_METRICS, METRICS
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS, DEFAULT_FLUSH, FLUSHES
@@ -42,8 +43,17 @@ MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-n
 
 
 def _metrics_of(timer: str | None) -> str:
-    """The metrics that need ``timer`` (``device``, ``wall`` or None), as a comma list."""
+    """The metrics that need ``timer`` (a kind of :data:`TIMER_KINDS` or None), as a comma list."""
     return ", ".join(name for name, metric in METRICS.items() if metric.timer == timer)
+
+
+def _metrics_help() -> str:
+    """``--metrics``' help: the default, and which timer (or none) each metric needs."""
+    others = [f"{_metrics_of(kind)} only the {kind} timer ({what})" for kind, what in TIMER_KINDS.items()
+              if kind != DEFAULT_TIMER and _metrics_of(kind)]
+    return (f"comma list (see --list-metrics); default {','.join(DEFAULT_METRICS)}. {_metrics_of(None)} "
+            "need no timing: asked for alone, each cell is only checked, never timed; "
+            + "; ".join([*others, f"the others the {DEFAULT_TIMER} timer"]))
 
 
 def build_parser() -> OneLineParser:
@@ -59,11 +69,7 @@ def build_parser() -> OneLineParser:
     for flag, mode in MODE_ALIASES.items():
         add(flag, dest="mode_aliases", action="append_const", const=mode, default=[],
             help=f"same as --mode {mode} (adds to --mode)")
-    add("--metrics", type=comma_list, default=list(DEFAULT_METRICS),
-        help="comma list (see --list-metrics); default latency,speedup,accuracy. "
-             f"{_metrics_of(None)} need no timing: asked for alone, each cell is only checked, never "
-             f"timed; {_metrics_of('wall')} only the wall timer (host time per call, no L2 flush); the "
-             "others the device timer")
+    add("--metrics", type=comma_list, default=list(DEFAULT_METRICS), help=_metrics_help())
     add("--only", type=comma_list, help="run only these backends (comma list)")
     add("--skip", type=comma_list, default=[], help="skip these backends (comma list)")
     add("--baseline", help="backend that speedup is relative to (default: the operator's)")

@@ -16,11 +16,11 @@ import torch
 
 from harness.cli.args import OneLineParser, UsageError, validate_choices
 from harness.measure.timing import make_timer
-from harness.measure.tuner import tune_job
 from harness.operator import DTYPE_NAMES
 from harness.registry import load_operator, operator_names
 from harness.settings import TUNE_REP_MS, TUNE_WARMUP_MS, TimerSettings
 from harness.tuning.configs import save_store
+from harness.tuning.tuner import tune_job
 
 
 def tune_main(argv: list[str]) -> int:

@@ -109,7 +109,7 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
                mode: Mode, reference: Reference, measurement: Measurement,
                first_call_time: bool = True) -> Cell:
     """Build the backend's callable and make its first call; records the first call's time
-    (``first_call_time``: as ``compile_time`` needs it, which in ``bwd`` takes one more forward)
+    (``first_call_time``: for a metric that needs ``first_call``, which in ``bwd`` takes one more forward)
     and the notes its kernels leave (:mod:`harness.notes`)."""
     poison_free_blocks(reference, op.dtype)
     start = time.perf_counter()

@@ -9,6 +9,7 @@ record's own note, so every number of that cell says how it was obtained.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from harness.measure.ceilings import DeviceCeilings
@@ -43,10 +44,11 @@ def base_record(op: BenchmarkOperator, mode: Mode, shape: Shape, backend: str, m
 
 def _set_fields(record: Record, fields: RecordFields) -> None:
     """Give ``record`` what its metric's entry says it carries besides its value."""
-    record.note, record.repeats = fields.note, fields.repeats
-    record.p20, record.p50, record.p80 = fields.p20, fields.p50, fields.p80
-    record.n_samples = fields.n_samples
-    record.extra.update(fields.extra)
+    for carried in dataclasses.fields(RecordFields):
+        if carried.name == "extra":
+            record.extra.update(fields.extra)
+        else:
+            setattr(record, carried.name, getattr(fields, carried.name))
 
 
 def roofline(op: BenchmarkOperator, mode: Mode, shape: Shape, ceilings: DeviceCeilings) -> Roofline:

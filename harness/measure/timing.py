@@ -201,11 +201,17 @@ class WallTimer:
 
 
 Timer = CudaTimer | CpuTimer | WallTimer
-TIMER_KINDS = ("device", "wall")
-"""What a metric can be timed by (:attr:`harness.metrics.table.Metric.timer`)."""
+TIMER_KINDS = {
+    "device": "CUDA events after an L2 flush, perf_counter on the CPU",
+    "wall": "host time per call, no L2 flush",
+}
+"""What a metric can be timed by (:attr:`harness.metrics.table.Metric.timer`), in the order each
+repeat runs them, with what each measures (as ``--help`` says it)."""
+DEFAULT_TIMER = "device"
+"""The kind a metric is timed by unless its entry names another."""
 
 
-def make_timer(device: str, settings: TimerSettings, kind: str = "device") -> Timer:
+def make_timer(device: str, settings: TimerSettings, kind: str = DEFAULT_TIMER) -> Timer:
     """The timer of ``kind`` for ``device``: ``device`` (CUDA events, or perf_counter on the CPU;
     ``cudagraph`` applies to CUDA, the command line refuses it elsewhere) or ``wall``."""
     if kind not in TIMER_KINDS:

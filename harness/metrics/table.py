@@ -1,15 +1,16 @@
 """The metric table: every metric's facts and computation, one entry each in :data:`METRICS`.
 
 An entry says what the metric is (name, unit, description), how result files check it and
-tables average and flag it, the timer it needs and how its value (and whatever else its record
-carries) is computed from the cell's :class:`~harness.metrics.cell_data.CellContext`.  The
-runner, the records, the result-file checker, the tables, ``--list-metrics`` and ``--help`` all
-read this table: adding a metric is one entry here, its compute function beside it, and its test.
+tables average and flag it, the timer and other measurements it needs and how its value (and
+whatever else its record carries) is computed from the cell's
+:class:`~harness.metrics.cell_data.CellContext`.  The runner, the records, the result-file
+checker, the tables, ``--list-metrics`` and ``--help`` all read this table: adding a metric is
+one entry here, its compute function beside it, and its test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +27,8 @@ class MetricNotApplicable(MetricUnavailable):
 
 @dataclass(frozen=True)
 class RecordFields:
-    """What a metric's record carries besides its value; None leaves the record's field unset."""
+    """What a metric's record carries besides its value: each field is set on the record's field
+    of the same name (None too), except ``extra``, whose entries are added to the record's."""
 
     note: str | None = None
     p20: float | None = None
@@ -36,6 +38,12 @@ class RecordFields:
     repeats: list[float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Entries of the record's ``extra`` (error sizes, spread, kernels)."""
+
+
+Need = Literal["first_call", "peak_mem", "profile"]
+"""A measurement besides the timers that a metric needs: ``first_call`` (the set-up and first call
+timed), ``peak_mem`` (the peak device memory of one call, CUDA only), ``profile`` (a few calls
+profiled)."""
 
 
 def _no_fields(ctx: CellContext) -> RecordFields:
@@ -52,9 +60,12 @@ class Metric:
     description: str
     compute: Callable[[CellContext], float]
     timer: str | None = "device"
-    """What timing it is computed from: ``device`` (the device timer: CUDA events with an L2 flush,
-    perf_counter on the CPU), ``wall`` (host time of back-to-back calls, no flush) or None."""
+    """What timing it is computed from: a kind of :data:`~harness.measure.timing.TIMER_KINDS`
+    (``device``: CUDA events with an L2 flush, perf_counter on the CPU; ``wall``: host time of
+    back-to-back calls, no flush) or None."""
     record_fields: Callable[[CellContext], RecordFields] = _no_fields
+    needs: frozenset[Need] = frozenset()
+    """What the sweep measures for it besides its timer (:data:`Need`)."""
     positive: bool = False
     """Every measured value is above zero (a ratio or a time): a file with one that is not is rejected."""
     mean: Literal["arithmetic", "geometric"] = "arithmetic"
@@ -186,15 +197,21 @@ METRICS: dict[str, Metric] = {metric.name: metric for metric in (
            "gbps / the measured bandwidth of the cell's traffic pattern (memory-bound ops), or "
            "tflops / dense datasheet peak (matmuls)", _pct_peak),
     Metric("peak_mem", "MB", "peak device memory allocated during one call (CUDA only)", _peak_mem,
-           timer=None),
-    Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time),
+           timer=None, needs=frozenset({"peak_mem"})),
+    Metric("compile_time", "ms", "set-up plus first call, minus the steady-state median", _compile_time,
+           needs=frozenset({"first_call"})),
     Metric("walltime", "ms", "host time per call (Python, dispatch, launch): batches of calls back to "
            "back, one device sync per batch, no L2 flush", _walltime, timer="wall",
            record_fields=_walltime_fields, positive=True),
     Metric("kernels", "count", "kernels one call launches; each one's device time and share in the "
            "record and in a table after the run (profiled, no flush)", _kernels, timer=None,
-           record_fields=_kernels_fields),
+           record_fields=_kernels_fields, needs=frozenset({"profile"})),
 )}
 """Every metric by name, in the order ``--list-metrics`` lists them."""
 DEFAULT_METRICS = ("latency", "speedup", "accuracy")
 """What a run measures without ``--metrics``."""
+
+
+def needed(metrics: Iterable[str]) -> set[Need]:
+    """What the ``metrics`` need measured besides their timers (:attr:`Metric.needs`)."""
+    return {need for name in metrics for need in METRICS[name].needs}

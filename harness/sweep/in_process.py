@@ -136,14 +136,13 @@ class ShapeRun:
         local = backend_inputs(given.inputs, given.diff, mode.needs_grad)
         before = snapshot(local)
         try:
-            timed_first_call = "compile_time" in self.settings.metrics
             cell = build_cell(self.op, backend, local, given.diff, mode, given.reference,
-                              self.measurements[name], first_call_time=timed_first_call)
+                              self.measurements[name], first_call_time="first_call" in self.sweep.needs)
             first = compare_cell(self.op, mode, cell.first_outputs, local, given.diff, given.reference,
                                  self.tolerance)
             self.cells[name] = BuiltCell(cell, before, [first])
             self.check_unchanged(self.cells[name])
-            if self.op.device == "cuda" and "peak_mem" in self.settings.metrics:
+            if self.op.device == "cuda" and "peak_mem" in self.sweep.needs:
                 self.measurements[name].peak_mem_bytes = peak_memory(cell)
         except Exception as exc:  # noqa: BLE001 - any backend failure becomes that cell's error
             self.cells.pop(name, None)
@@ -172,7 +171,7 @@ class ShapeRun:
         """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""
         built = self.cells.pop(name, None)
         measurement = self.measurements[name]
-        if built is not None and self.settings.profiled:
+        if built is not None and self.sweep.profiled:
             self.profile(name, built)
         if built is not None:
             self.check_unchanged(built)

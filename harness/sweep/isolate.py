@@ -12,6 +12,7 @@ Worker entry point: ``python -m harness.sweep.isolate SPEC.json OUT.json``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -32,32 +33,18 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
-    accuracy = m.accuracy
-    return {
-        "timings": {kind: [[s.p20, s.p50, s.p80, s.n] for s in repeats]
-                    for kind, repeats in m.timings.items()},
-        "accuracy": None if accuracy is None else [
-            accuracy.passed, accuracy.max_abs_err, accuracy.max_rel_err, accuracy.reason,
-        ],
-        "first_call_ms": m.first_call_ms,
-        "peak_mem_bytes": m.peak_mem_bytes,
-        "kernels": m.kernels,
-        "notes": m.notes,
-        "error": error,
-    }
+    """Every field of the measurement as JSON values (its dataclasses as dicts), and the error."""
+    return {**dataclasses.asdict(m), "error": error}
 
 
 def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | None]:
-    accuracy = data["accuracy"]
-    m = Measurement(
-        timings={kind: [SampleStats(*r) for r in repeats] for kind, repeats in data["timings"].items()},
-        accuracy=None if accuracy is None else AccuracyResult(*accuracy),
-        first_call_ms=data["first_call_ms"],
-        peak_mem_bytes=data["peak_mem_bytes"],
-        kernels=data["kernels"],
-        notes=data["notes"],
-    )
-    return m, data["error"]
+    """What :func:`_measurement_to_json` wrote, its timings and accuracy rebuilt as dataclasses."""
+    fields = {f.name: data[f.name] for f in dataclasses.fields(Measurement)}
+    fields["timings"] = {kind: [SampleStats(**stats) for stats in repeats]
+                         for kind, repeats in fields["timings"].items()}
+    if fields["accuracy"] is not None:
+        fields["accuracy"] = AccuracyResult(**fields["accuracy"])
+    return Measurement(**fields), data["error"]
 
 
 def _died(returncode: int, stderr: str) -> str:

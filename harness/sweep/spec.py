@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.timing import TIMER_KINDS, Timer, make_timer
-from harness.metrics.table import METRICS
+from harness.metrics.table import METRICS, Need, needed
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.settings import RunSettings, TimerSettings
 
@@ -71,6 +71,17 @@ class Sweep:
     def timed(self) -> bool:
         """Whether any metric asked for needs the cells timed (else only their checks run)."""
         return bool(self.timers)
+
+    @property
+    def needs(self) -> set[Need]:
+        """What the metrics asked for need measured besides their timers (:attr:`Metric.needs
+        <harness.metrics.table.Metric.needs>`)."""
+        return needed(self.settings.metrics)
+
+    @property
+    def profiled(self) -> bool:
+        """Whether cells are profiled: for their traces (``--profile DIR``) or for a metric."""
+        return self.settings.profile_dir is not None or "profile" in self.needs
 
     def timers_in_order(self) -> dict[str, Timer]:
         """The timers the metrics need, by kind, in :data:`~harness.measure.timing.TIMER_KINDS` order

@@ -1,2 +1,2 @@
-"""Stored Helion configs and which one a kernel call runs on (the tuner that writes them is
-:mod:`harness.measure.tuner`)."""
+"""Helion configs: the stored ones, which one a kernel call runs on, and the tuner that times the
+candidates and writes them (:mod:`harness.tuning.tuner`)."""

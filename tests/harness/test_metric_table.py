@@ -13,13 +13,15 @@ import torch
 from harness.cli.main import main
 from harness.measure.records import Baseline, cell_records
 from harness.metrics.cell_data import CellContext, Measurement, SampleStats
-from harness.metrics.table import METRICS, Metric, MetricUnavailable, RecordFields
+from harness.metrics.table import METRICS, Metric, MetricUnavailable, RecordFields, needed
 from harness.operator import Mode
 from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP, Record, malformed, read_json
 from harness.report.table import AVERAGE_NOTE, TableData
+from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
 from tests.harness.test_guards import CEILINGS
 from tests.harness.test_import_graph import import_graph, package_graph
+from tests.helpers import cpu_settings, run_cells
 
 
 def _record(metric: str, value: float, x_val: int = 1024) -> Record:
@@ -122,3 +124,35 @@ def test_one_entry_in_the_table_is_a_whole_new_metric(
     assert half.value == pytest.approx(latency.value / 2) and half.extra == {"halves": 2}
     assert malformed(_record("half_latency", 0.0)) == "half_latency 0.0 is not positive"
     assert _average("half_latency", [1.0, 4.0]) == pytest.approx(2.0)
+
+
+def test_every_field_a_metric_gives_its_record_is_a_field_of_the_record() -> None:
+    record_fields = {f.name for f in dataclasses.fields(Record)}
+    assert {f.name for f in dataclasses.fields(RecordFields)} <= record_fields
+
+
+def _launches(ctx: CellContext) -> float:
+    if ctx.measurement.kernels is None:
+        raise MetricUnavailable("the call was not profiled")
+    return float(len(ctx.measurement.kernels))
+
+
+def test_the_sweep_measures_what_the_entries_of_its_metrics_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new metric that declares it needs a profile gets its cells profiled; without the need it
+    does not, and neither does ``kernels`` once its entry stops declaring it."""
+    launches = Metric("launches", "count", "kernels per call", _launches, timer=None,
+                      needs=frozenset({"profile"}))
+    monkeypatch.setitem(METRICS, "launches", launches)
+    op = ExpOperator("cpu", torch.float32)
+    assert run_cells(op, Mode.FWD, (1000,), ["launches"], ["eager"])[("eager", "launches")].value >= 1
+
+    monkeypatch.setitem(METRICS, "launches", dataclasses.replace(launches, needs=frozenset()))
+    record = run_cells(op, Mode.FWD, (1000,), ["launches"], ["eager"])[("eager", "launches")]
+    assert (record.status, record.error) == ("error", "the call was not profiled")
+
+    for name, needs in (("kernels", set()), ("latency", {"peak_mem"})):
+        monkeypatch.setitem(METRICS, name, dataclasses.replace(METRICS[name], needs=frozenset(needs)))
+    metrics = ["kernels", "latency", "compile_time"]
+    sweep = Sweep(op, Mode.FWD, [(1000,)], ["eager"], "eager", cpu_settings(metrics))
+    assert sweep.needs == needed(["latency", "compile_time"]) == {"peak_mem", "first_call"}
+    assert not sweep.profiled

@@ -3,11 +3,14 @@ only ones: 25/100 ms on CUDA, 5/50 ms on the CPU, shown by ``--help``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from harness.cli.main import main
 from harness.cli.run_args import build_parser
-from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
-from harness.metrics.table import METRICS
+from harness.measure.timing import DEFAULT_TIMER, TIMER_KINDS, CpuTimer, WallTimer, make_timer
+from harness.metrics.table import METRICS, Metric
 from harness.settings import TimerSettings
 
 
@@ -28,6 +31,22 @@ def test_make_timer_builds_every_timer_from_the_settings() -> None:
 
 def test_every_timed_metric_names_a_timer_make_timer_builds() -> None:
     assert {m.timer for m in METRICS.values()} - {None} <= set(TIMER_KINDS)
+    assert next(f.default for f in dataclasses.fields(Metric) if f.name == "timer") == DEFAULT_TIMER
+
+
+def test_the_help_and_the_metric_list_name_each_timer_kind_s_metrics(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(TIMER_KINDS, "clock", "SM cycles per call")
+    monkeypatch.setitem(METRICS, "cycles", Metric("cycles", "count", "SM cycles per call", lambda ctx: 0.0,
+                                                  timer="clock"))
+    helps = {action.dest: action.help for action in build_parser()._actions}
+    assert helps["metrics"].endswith("walltime only the wall timer (host time per call, no L2 flush); "
+                                      "cycles only the clock timer (SM cycles per call); the others the "
+                                      "device timer")
+    assert main(["--list-metrics"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[-1].endswith("SM cycles per call (clock timer)")
+    assert "timer)" not in next(line for line in listing if line.startswith("latency"))
 
 
 def test_the_help_shows_the_default_budgets() -> None:

@@ -10,9 +10,9 @@ import torch
 
 from harness.device import prepare_backends
 from harness.measure.timing import make_timer
-from harness.measure.tuner import tune_job as _tune_job
 from harness.settings import TimerSettings
 from harness.tuning.configs import TuningJob
+from harness.tuning.tuner import tune_job as _tune_job
 from operators.exp import helion_impl
 from tests.helpers import run_cli
 

@@ -7,10 +7,21 @@ runs: the candidates are a short list chosen for the GPU.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 import torch
 
-from harness.measure.timing import Timer
+from harness.metrics.cell_data import SampleStats
 from harness.tuning.configs import TuningJob
+
+
+class CandidateTimer(Protocol):
+    """What times the candidates: any timer of :mod:`harness.measure.timing` (``run.py tune`` makes
+    one).  Named by its method, not imported: the operators import tuning, and measuring imports
+    reporting, which loads the operators."""
+
+    def measure(self, fn: Callable[[], object]) -> SampleStats: ...
 
 
 def _outputs(result: object) -> list[torch.Tensor]:
@@ -37,7 +48,7 @@ def _disagreement(got: list[torch.Tensor], want: list[torch.Tensor]) -> str | No
     return None
 
 
-def tune_job(job: TuningJob, timer: Timer) -> tuple[dict | None, list[str]]:
+def tune_job(job: TuningJob, timer: CandidateTimer) -> tuple[dict | None, list[str]]:
     """The fastest candidate whose outputs match Helion's default config's, and the log lines."""
     args = job.make_args()
     bound = job.kernel.bind(args)
@@ -70,5 +81,3 @@ def tune_job(job: TuningJob, timer: Timer) -> tuple[dict | None, list[str]]:
         if best is None or ms < best[0]:
             best = (ms, dict(config.config))
     return (best[1] if best else None), log
-
-
