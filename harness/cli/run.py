@@ -20,7 +20,7 @@ from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.errors import ContextLost
-from harness.measure.timing import DEFAULT_TIMER
+from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import METRICS
 from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins

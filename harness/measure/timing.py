@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from harness.metrics.cell_data import SampleStats
+from harness.metrics.cell_data import DEFAULT_TIMER, SampleStats
 from harness.settings import FLUSHES, TimerSettings
 
 MIN_SAMPLES = 10
@@ -206,9 +206,8 @@ TIMER_KINDS = {
     "wall": "host time per call, no L2 flush",
 }
 """What a metric can be timed by (:attr:`harness.metrics.table.Metric.timer`), in the order each
-repeat runs them, with what each measures (as ``--help`` says it)."""
-DEFAULT_TIMER = "device"
-"""The kind a metric is timed by unless its entry names another."""
+repeat runs them, with what each measures (``--help`` says it of each kind but the default,
+:data:`~harness.metrics.cell_data.DEFAULT_TIMER`)."""
 
 
 def make_timer(device: str, settings: TimerSettings, kind: str = DEFAULT_TIMER) -> Timer:

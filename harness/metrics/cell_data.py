@@ -53,6 +53,10 @@ class AccuracyResult:
     reason: str | None = None
 
 
+DEFAULT_TIMER = "device"
+"""The timer kind a metric is timed by unless its entry names another (the latency's)."""
+
+
 @dataclass
 class Measurement:
     """One cell's timings (per timer kind, one SampleStats per repeat), accuracy, first-call time,
@@ -69,23 +73,23 @@ class Measurement:
     """What the cell's kernels said about how they ran (:mod:`harness.notes`), e.g. on
     which stored config."""
 
-    def repeats_of(self, kind: str = "device") -> list[SampleStats]:
+    def repeats_of(self, kind: str = DEFAULT_TIMER) -> list[SampleStats]:
         """The repeats of the timer ``kind`` (none when it did not run)."""
         return self.timings.get(kind, [])
 
-    def stats_of(self, kind: str = "device") -> SampleStats | None:
+    def stats_of(self, kind: str = DEFAULT_TIMER) -> SampleStats | None:
         """The cell's timing by the timer ``kind``: its only repeat, or the repeats' medians combined."""
         return combined(self.repeats_of(kind))
 
     @property
     def repeats(self) -> list[SampleStats]:
         """The device timer's repeats."""
-        return self.repeats_of("device")
+        return self.repeats_of(DEFAULT_TIMER)
 
     @property
     def stats(self) -> SampleStats | None:
         """The cell's latency (device timer)."""
-        return self.stats_of("device")
+        return self.stats_of(DEFAULT_TIMER)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.metrics.cell_data import CellContext, SampleStats
+from harness.metrics.cell_data import DEFAULT_TIMER, CellContext, SampleStats
 
 
 class MetricUnavailable(Exception):
@@ -59,7 +59,7 @@ class Metric:
     unit: str
     description: str
     compute: Callable[[CellContext], float]
-    timer: str | None = "device"
+    timer: str | None = DEFAULT_TIMER
     """What timing it is computed from: a kind of :data:`~harness.measure.timing.TIMER_KINDS`
     (``device``: CUDA events with an L2 flush, perf_counter on the CPU; ``wall``: host time of
     back-to-back calls, no flush) or None."""

@@ -265,6 +265,8 @@ def one_pass_kernel(plan: BwdPlan, use_pdl: bool) -> tuple[triton.JITFunction, d
     if plan.kernel is BwdKernel.ONE_PASS_PREFETCH:
         return _rms_norm_bwd_prefetch_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n,
                                                    USE_PDL=use_pdl, num_warps=plan.num_warps)
+    if plan.kernel is not BwdKernel.ONE_PASS:
+        raise ValueError(f"not a one-pass plan: {plan}")
     return _rms_norm_bwd_kernel, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, NUM_STAGES=plan.num_stages,
                                       USE_PDL=use_pdl, num_warps=plan.num_warps)
 

@@ -1,6 +1,6 @@
 """On a GPU: Helion's gemm in fp16, which has no stored configs of its own, runs the bf16 configs
-of its bucket (the same element size; for addmm_1d, matmul's where it has none) and says so,
-against float64."""
+of its bucket (the same element size; where the kernel shares matmul's configs, as addmm_1d does
+and addmm_2d in the pointer buckets, matmul's) and says so, against float64."""
 
 from __future__ import annotations
 
@@ -29,6 +29,6 @@ def test_fp16_gemm_runs_the_bf16_configs_of_its_bucket(shape: tuple[int, int, in
             ", the bfloat16 config (the same element size), for ")
         assert own, note
         kernel, dtype, bucket = split_key(own)
-        # The bucket's bf16 config of the kernel or of the kernel it shares configs with (addmm_1d: matmul's).
+        # The bucket's bf16 config of the kernel or of matmul, whose configs it may share (config_keys).
         shared = helion_impl.config_keys(kernel, torch.bfloat16, bucket)
         assert dtype == "float16" and borrowed in shared, note

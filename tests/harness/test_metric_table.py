@@ -17,6 +17,7 @@ from harness.metrics.table import METRICS, Metric, MetricUnavailable, RecordFiel
 from harness.operator import Mode
 from harness.report.results import BELOW_FLOOR, REVIEW_SPEEDUP, Record, malformed, read_json
 from harness.report.table import AVERAGE_NOTE, TableData
+from harness.sweep import in_process
 from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
 from tests.harness.test_guards import CEILINGS
@@ -138,8 +139,9 @@ def _launches(ctx: CellContext) -> float:
 
 
 def test_the_sweep_measures_what_the_entries_of_its_metrics_need(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new metric that declares it needs a profile gets its cells profiled; without the need it
-    does not, and neither does ``kernels`` once its entry stops declaring it."""
+    """A new metric that declares it needs a profile (or the first call's time) gets it; without
+    the need it does not, and neither does ``kernels`` (or ``compile_time``) once its entry stops
+    declaring it."""
     launches = Metric("launches", "count", "kernels per call", _launches, timer=None,
                       needs=frozenset({"profile"}))
     monkeypatch.setitem(METRICS, "launches", launches)
@@ -149,6 +151,25 @@ def test_the_sweep_measures_what_the_entries_of_its_metrics_need(monkeypatch: py
     monkeypatch.setitem(METRICS, "launches", dataclasses.replace(launches, needs=frozenset()))
     record = run_cells(op, Mode.FWD, (1000,), ["launches"], ["eager"])[("eager", "launches")]
     assert (record.status, record.error) == ("error", "the call was not profiled")
+
+    # The backward's first call is timed apart from its forward exactly for the metrics that
+    # declare the first_call need (compile_time), whatever their name.
+    asked: list[bool] = []
+    build_cell = in_process.build_cell
+
+    def spy(*args: object, **kwargs: object) -> object:
+        asked.append(bool(kwargs["first_call_time"]))
+        return build_cell(*args, **kwargs)
+
+    monkeypatch.setattr(in_process, "build_cell", spy)
+    run_cells(op, Mode.BWD, (1000,), ["compile_time"], ["eager"])
+    compile_time = METRICS["compile_time"]
+    monkeypatch.setitem(METRICS, "compile_time", dataclasses.replace(compile_time, needs=frozenset()))
+    monkeypatch.setitem(METRICS, "launches", dataclasses.replace(launches, needs=frozenset({"first_call"})))
+    run_cells(op, Mode.BWD, (1000,), ["compile_time"], ["eager"])
+    run_cells(op, Mode.BWD, (1000,), ["launches"], ["eager"])
+    assert asked == [True, False, True]
+    monkeypatch.setitem(METRICS, "compile_time", compile_time)
 
     for name, needs in (("kernels", set()), ("latency", {"peak_mem"})):
         monkeypatch.setitem(METRICS, name, dataclasses.replace(METRICS[name], needs=frozenset(needs)))

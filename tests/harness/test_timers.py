@@ -9,7 +9,8 @@ import pytest
 
 from harness.cli.main import main
 from harness.cli.run_args import build_parser
-from harness.measure.timing import DEFAULT_TIMER, TIMER_KINDS, CpuTimer, WallTimer, make_timer
+from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
+from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import METRICS, Metric
 from harness.settings import TimerSettings
 
