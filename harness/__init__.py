@@ -5,5 +5,6 @@ table and the cell data it computes from) the leaves every package reads; the ot
 do one job each: ``measure`` (timers, accuracy, one cell), ``sweep`` (running cells: in process,
 isolated, sharded, ranked), ``report`` (records, files, tables, exporters), ``compare`` (the
 regression gate), ``tuning`` (stored Helion configs and their tuner), ``tritonbench`` (our backends in
-tritonbench's runner) and ``cli`` (the only harness package that parses arguments).
+tritonbench's runner) and ``cli`` (the only harness package that parses arguments; the benchmark run
+is its sub-package ``cli.run``, each subcommand a module).
 """

@@ -15,25 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.run_output import failed_cells
+from harness.cli.run.output import failed_cells
 from harness.report.results import Record, read_json
 from tests.helpers import ROOT, run_cli
 
 PLUGIN = "examples/plugins/faulty_exp_backends.py"
 
-COUNTING_PLUGIN = """
-import os
-import torch
-from harness.operator import register_benchmark
-
-@register_benchmark(operator="exp")
-def counted(self, x):
-    def call():
-        with open(os.environ["OPBENCH_TEST_COUNT"], "a") as f:
-            f.write(".")
-        return torch.exp(x)
-    return call
-"""
+COUNTING_PLUGIN = "examples/plugins/counting_exp.py"
 
 
 def _records(path: Path) -> dict:
@@ -43,14 +31,13 @@ def _records(path: Path) -> dict:
 
 @pytest.mark.parametrize("mode", ["fwd", "bwd", "fwd_bwd", "fwd_no_grad"])
 def test_an_accuracy_run_calls_a_backend_only_for_its_two_checks(tmp_path: Path, mode: str) -> None:
-    plugin, count = tmp_path / "counting.py", tmp_path / "count"
-    plugin.write_text(COUNTING_PLUGIN)
+    count = tmp_path / "count"
     result = subprocess.run(
         [
             sys.executable,
             "run.py",
             "--plugin",
-            str(plugin),
+            COUNTING_PLUGIN,
             "--op",
             "exp",
             "--mode",
@@ -67,7 +54,7 @@ def test_an_accuracy_run_calls_a_backend_only_for_its_two_checks(tmp_path: Path,
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "OPBENCH_TEST_COUNT": str(count)},
+        env={**os.environ, "OPBENCH_COUNT_FILE": str(count)},
     )
     assert result.returncode == 0, result.stderr
     assert len(count.read_text()) == 2, "the first call and the call on fresh inputs after it"

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from harness.cli.main import main
-from harness.cli.run_args import build_parser
+from harness.cli.run.parser import build_parser
 from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
 from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import METRICS, Metric

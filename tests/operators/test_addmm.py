@@ -139,6 +139,6 @@ def test_helion_2d_bias_configs_compile_for_sm90_within_shared_memory() -> None:
     # On the H200 every 2-D bias cell once ran on matmul's config, which with the (M, N) bias
     # tile needs 278,568 bytes of shared memory (of 232,448).  The check compiles kernels,
     # which the interpreter this session runs cannot.
-    check = run_compiling(Path(__file__).with_name("addmm_2d_fits_sm90.py"))
+    check = run_compiling(Path(__file__).with_name("sm90") / "addmm_2d_fits_sm90.py")
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("bytes of shared memory") == 6, check.stdout  # exit 1 had matmul's fit

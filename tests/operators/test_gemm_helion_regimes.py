@@ -233,6 +233,6 @@ def test_split_and_skinny_tuning_candidates_generate_triton_code(name: str, buck
 
 def test_split_and_skinny_configs_compile_for_sm90_within_shared_memory():
     # Compiles kernels, which the interpreter this session runs cannot.
-    check_run = run_compiling(Path(__file__).with_name("helion_regimes_fit_sm90.py"))
+    check_run = run_compiling(Path(__file__).with_name("sm90") / "helion_regimes_fit_sm90.py")
     assert check_run.returncode == 0, check_run.stdout + check_run.stderr
     assert check_run.stdout.count("bytes of shared memory") == 25, check_run.stdout

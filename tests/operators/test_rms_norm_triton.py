@@ -350,6 +350,6 @@ def test_triton_rms_norm_compiles_without_graph_breaks():
 def test_default_backward_plans_compile_for_sm90_within_shared_memory():
     # The four-stage 8192-wide plan once went to fp32 rows too, which need 288 KiB of shared
     # memory.  The check compiles kernels, which the interpreter this session runs cannot.
-    check = run_compiling(Path(__file__).with_name("rms_norm_plans_fit_sm90.py"))
+    check = run_compiling(Path(__file__).with_name("sm90") / "rms_norm_plans_fit_sm90.py")
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("B of shared memory") == 7 * 3, check.stdout  # 7 widths, 3 dtypes

@@ -13,9 +13,9 @@ from tabulate import tabulate
 from harness.cli.args import UsageError, add_operator_options, check_writable, validate_choices
 from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
-from harness.cli.run_args import build_parser, modes_from, operator_options, parse_shapes
-from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
-from harness.cli.run_ranked import run_ranked
+from harness.cli.run.output import Outputs, exit_status, print_tables, write_plot
+from harness.cli.run.parser import build_parser, modes_from, operator_options, parse_shapes
+from harness.cli.run.ranked import run_ranked
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.device import default_device, prepare_backends
 from harness.measure.ceilings import measure_ceilings

@@ -18,7 +18,7 @@ import torch
 
 from harness.tuning.configs import load_store, split_key
 from operators.gemm import helion_impl, helion_tuning
-from tests.operators.helion_sm90 import SM90_MAX_SHARED, report, shared_memory
+from tests.operators.sm90.helion_sm90 import SM90_MAX_SHARED, report, shared_memory
 
 
 def checks() -> list[tuple[str, str, str]]:

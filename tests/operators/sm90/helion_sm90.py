@@ -1,6 +1,6 @@
 """Without a GPU: the shared memory a Helion kernel's config needs on sm_90 (the H100 and H200).
 
-For the scripts that ``tests/operators`` runs in processes of their own
+For the scripts beside it, which ``tests/operators`` runs in processes of their own
 (:func:`tests.helpers.run_compiling`), as a test session has set Triton up for its CPU
 interpreter, whose kernels cannot be compiled: Helion generates the Triton code of a config,
 and Triton's own compiler and ptxas compile it for sm_90.

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from harness.cli.progress import ProgressDisplay
-from harness.cli.run_output import Outputs, exit_status, print_tables, write_plot
+from harness.cli.run.output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.signals import Terminated, sigterm_raises
 from harness.measure.ceilings import measure_ceilings
 from harness.measure.records import Baseline, cell_records

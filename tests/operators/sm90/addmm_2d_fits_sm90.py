@@ -24,8 +24,8 @@ from operators.gemm import helion_impl, helion_tuning
 from operators.gemm.helion_dispatch import ROUTES, Kernel, choose
 from operators.gemm.operator import CUDA_SHAPES
 from operators.gemm.strategy import GPU_LIMITS
-from tests.operators.helion_sm90 import H200_SMS, SM90_MAX_SHARED, report
-from tests.operators.helion_sm90 import shared_memory as kernel_shared_memory
+from tests.operators.sm90.helion_sm90 import H200_SMS, SM90_MAX_SHARED, report
+from tests.operators.sm90.helion_sm90 import shared_memory as kernel_shared_memory
 
 
 def shared_memory(kernel_name: str, bucket: str, config: helion.Config) -> int:
