@@ -3,16 +3,16 @@
 :func:`call_with_stored_config` binds a kernel to its arguments and, on the first call of each
 specialization, applies the config :func:`~harness.tuning.choice.choose_config` picks (its own
 bucket's, else on the GPU the same-size dtype's of that bucket, else the nearest stored bucket's,
-else Helion's default), with the fields the call
+else on the GPU a half-size dtype's, else Helion's default), with the fields the call
 fixes (``fixed``, e.g. ``indexing="pointer"`` for a kernel whose tensor-descriptor loads would
 be wrong) put over it; ``fixed`` is read on that first call only.  When the first launch
 needs more shared memory than the GPU has (Triton's ``OutOfResources``), it is compiled again
 one pipeline stage shallower (``num_stages``, then the loops' ``range_num_stages``), down to
-:data:`MIN_STAGES`.  Whatever the call ended up running
-on other than its own stored config is a note for the cell (:mod:`harness.notes`),
-left again on every later call, so every cell that runs the kernel says so; called outside a
-cell (from tritonbench's runner, say) the first call's notes are warnings instead.  No search-based
-autotuning happens.  Imported by the kernel modules, after the device is prepared.
+:data:`MIN_STAGES`; a half-size dtype's config that still fails gives way to Helion's default.
+Whatever the call ended up running on other than its own stored config is a note for the cell
+(:mod:`harness.notes`), left again on every later call, so every cell that runs the kernel says
+so; called outside a cell (from tritonbench's runner, say) the first call's notes are warnings
+instead.  No search-based autotuning happens.  Imported by the kernel modules, after the device is prepared.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from triton.runtime.errors import OutOfResources
 
 from harness.device import triton_interpreted
 from harness.notes import add_note, announce_note
-from harness.tuning.choice import NOTE_PREFIX, choose_config
+from harness.report.error_line import error_line
+from harness.tuning.choice import NOTE_PREFIX, ConfigChoice, choose_config
 from harness.tuning.configs import ConfigStore, load_store
 
 MIN_STAGES = 1
@@ -61,7 +62,15 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
         chosen = configs[choice.key]
     key = choice.key or keys[0]
     config, refixed = _with_fixed(chosen, fixed, key)
-    result, lowered = _call_within_shared_memory(bound, config, args, key)
+    try:
+        result, lowered = _call_within_shared_memory(bound, config, args, key)
+    except Exception as exc:
+        if not choice.fallible:
+            raise
+        config, refixed = _with_fixed(bound.config_spec.default_config().config, fixed, keys[0])
+        result, lowered = _call_within_shared_memory(bound, config, args, keys[0])
+        choice = ConfigChoice(None, f"{NOTE_PREFIX}Helion's default for {keys[0]}: {key} failed "
+                                    f"({type(exc).__name__}: {error_line(str(exc))})")
     notes = tuple(note for note in (choice.note, refixed, lowered) if note is not None)
     _configured[bound] = notes
     for note in notes:

@@ -61,7 +61,7 @@ def test_the_own_kernels_nearest_bucket_comes_before_a_fallback_kernels():
 
 
 def test_no_stored_config_of_the_kernel_and_dtype_means_helions_default():
-    choice = _choose("k|float32|medium|nn", ["k|bfloat16|medium|nn", "j|float32|medium|nn"])
+    choice = _choose("k|float32|medium|nn", ["k|float16|medium|nn", "j|float32|medium|nn"])
     assert choice == ConfigChoice(None, "helion config: Helion's default for k|float32|medium|nn "
                                         "(no k|float32 config stored)")
     assert _choose("k|float32|huge|nn", ["k|float32|medium|nn"]).key is None  # off the scale
@@ -76,15 +76,27 @@ def test_a_dtype_without_configs_runs_what_the_dtype_of_its_element_size_would_r
     # The other dtype's config of the call's own bucket beats a distant bucket of its own dtype.
     own_bucket_first = _choose("k|float16|large|nn", ["k|bfloat16|large|nn", "k|float16|tiny|nn"])
     assert own_bucket_first.key == "k|bfloat16|large|nn"
-    assert _choose("k|float32|large|nn", stored).key is None  # twice the bytes: Helion's default
     assert choose_config(dict.fromkeys(stored, {}), ("k|float16|large|nn",), place, borrow=False).key is None
+
+
+def test_a_dtype_with_no_config_of_its_size_runs_the_half_size_dtypes_and_may_fall_back():
+    stored = ["k|bfloat16|small|nn", "m|bfloat16|large|nn"]
+    choice = _choose("k|float32|large|nn", stored, "m|float32|large|nn")
+    assert choice == ConfigChoice("m|bfloat16|large|nn", "helion config: m|bfloat16|large|nn, the bfloat16 "
+                                  "config (half the element size), for k|float32|large|nn", fallible=True)
+    assert _choose("k|float32|large|nn", stored).key == "k|bfloat16|small|nn"  # its nearest bucket
+    # A config of its own dtype, however far its bucket, comes first and is not fallible.
+    assert _choose("k|float32|large|nn", [*stored, "k|float32|tiny|nn"]) == ConfigChoice(
+        "k|float32|tiny|nn", "helion config: nearest stored bucket k|float32|tiny|nn for k|float32|large|nn")
+    assert choose_config(dict.fromkeys(stored, {}), ("k|float32|large|nn",), place, borrow=False).key is None
+    assert _choose("k|bfloat16|large|nn", ["k|float32|large|nn"]).key is None  # never a wider dtype's
 
 
 class StandIn:
     """A kernel whose launch needs ``stages * 100_000`` bytes of shared memory, of ``limit``."""
 
-    def __init__(self, limit: int, kind: str = "shared memory"):
-        self.limit, self.kind = limit, kind
+    def __init__(self, limit: int, kind: str = "shared memory", broken_blocks: int | None = None):
+        self.limit, self.kind, self.broken_blocks = limit, kind, broken_blocks
         self.tried: list[int] = []
         self.config_spec = self
 
@@ -100,6 +112,8 @@ class StandIn:
     def __call__(self, x: int) -> int:
         loops = self.config.config.get("range_num_stages") or [0]
         self.tried.append(self.config.num_stages if max(loops) == 0 else (self.config.num_stages, loops))
+        if self.config.config.get("block_sizes") == [self.broken_blocks]:
+            raise RuntimeError(f"block size {self.broken_blocks} does not compile\nfor this dtype")
         needed = max(self.config.num_stages, *loops) * 100_000
         if needed > self.limit:
             raise OutOfResources(needed, self.limit, self.kind)
@@ -236,3 +250,25 @@ def test_under_the_interpreter_a_dtype_never_borrows_another_dtypes_config(tmp_p
                                        "k|float16|large|nn", 1)
     assert kernel.config.config == kernel.default_config().config
     assert notes == ["helion config: Helion's default for k|float16|large|nn (no k|float16 config stored)"]
+
+
+def test_a_half_size_dtypes_config_that_fails_gives_way_to_helions_default(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # as on the GPU: the interpreter never borrows
+    store = _store(tmp_path, {KEY: {"block_sizes": [128], "num_stages": 3}})
+    kernel = StandIn(limit=232_448, broken_blocks=128)
+    notes: list[str] = []
+    with collecting(notes):
+        assert launch.call_with_stored_config(kernel, store, "k|float32|large|nn", 1) == 2
+    assert kernel.config.config == kernel.default_config().config
+    assert notes == ["helion config: Helion's default for k|float32|large|nn: k|bfloat16|large|nn failed "
+                     "(RuntimeError: block size 128 does not compile)"]
+    working = StandIn(limit=232_448)
+    with collecting(notes := []):
+        launch.call_with_stored_config(working, store, "k|float32|large|nn", 1)
+    assert working.config.config == {"block_sizes": [128], "num_stages": 2}
+    assert notes[0] == ("helion config: k|bfloat16|large|nn, the bfloat16 config (half the element size), "
+                        "for k|float32|large|nn")
+    assert notes[1].startswith("helion config: num_stages 3 -> 2 for k|bfloat16|large|nn after Out")
+    # A failing config of the call's own dtype is the cell's error, never hidden behind the default.
+    with pytest.raises(RuntimeError, match="does not compile"):
+        launch.call_with_stored_config(StandIn(limit=232_448, broken_blocks=128), store, KEY, 1)

@@ -177,13 +177,11 @@ def test_split_and_skinny_configs_keep_their_routes_tile_whole_parts_and_pointer
 def test_the_skinny_and_decode_buckets_never_fall_back_on_a_tensor_descriptor_config(
         name: str, bucket: str, dtype: torch.dtype):
     # In bf16 a skinny or decode call has a config of its own bucket (matmul's for the addmm
-    # kernels), and fp16 runs bf16's; in fp32 nothing is stored, so Helion's default
-    # (pointer-indexed) runs.  Whatever the store holds, the call fixes pointer indexing (the next test).
+    # kernels), fp16 runs bf16's, and so does fp32, which has none of its size stored.  Whatever
+    # the store holds, the call fixes pointer indexing (the next test).
     choice = choose_config(STORED, helion_impl.config_keys(name, dtype, bucket), helion_impl.bucket_place)
-    if dtype == torch.float32:
-        assert choice.key is None
-        return
     assert (choice.note is None) == (dtype == torch.bfloat16)
+    assert choice.fallible == (dtype == torch.float32)
     assert split_key(choice.key) == ("matmul", "bfloat16", bucket)
     assert STORED[choice.key]["indexing"] == "pointer"
 
