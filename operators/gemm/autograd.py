@@ -2,7 +2,8 @@
 
 A backend hands in its :class:`FusedMatmul` (Triton's for ``triton_direct``, Helion's, quack's
 for the ``quack`` peer), which is not differentiable; the backward runs it on transposed views,
-with ``alpha`` in its epilogue::
+with ``alpha`` in its epilogue, and the backend's :class:`SummedRows` (torch's by default) for
+a row-vector bias::
 
     out       = alpha * mat1 @ mat2 + beta * bias
     grad_1    = alpha * grad @ mat2.T      grad_2 = alpha * mat1.T @ grad
@@ -22,6 +23,26 @@ class FusedMatmul(Protocol):
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor | None = None,
                  alpha: float = 1.0, beta: float = 1.0) -> torch.Tensor: ...
+
+
+class SummedRows(Protocol):
+    """``beta * grad.sum(0)`` for a 2-D ``grad``, in its dtype; without autograd."""
+
+    def __call__(self, grad: torch.Tensor, beta: float) -> torch.Tensor: ...
+
+
+def torch_summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
+    """``beta * grad.sum(0)`` by torch's reduction."""
+    return grad.sum(0) * beta
+
+
+def bias_gradient(grad: torch.Tensor, bias_shape: torch.Size, beta: float,
+                  summed_rows: SummedRows) -> torch.Tensor:
+    """The gradient of ``beta * bias`` broadcast to ``grad``'s shape: ``summed_rows`` for a row
+    vector ``(N,)``, else ``beta * grad`` summed to ``bias_shape``."""
+    if len(bias_shape) == 1:
+        return summed_rows(grad, beta)
+    return grad.sum_to_size(bias_shape) * beta
 
 
 class MatmulFunction(torch.autograd.Function):
@@ -46,9 +67,10 @@ class AddmmFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float,
-                beta: float, fused: FusedMatmul) -> torch.Tensor:
+                beta: float, fused: FusedMatmul, summed_rows: SummedRows) -> torch.Tensor:
         ctx.save_for_backward(mat1, mat2)
         ctx.bias_shape, ctx.alpha, ctx.beta, ctx.fused = bias.shape, alpha, beta, fused
+        ctx.summed_rows = summed_rows
         return fused(mat1, mat2, bias, alpha, beta)
 
     @staticmethod
@@ -56,12 +78,12 @@ class AddmmFunction(torch.autograd.Function):
         mat1, mat2 = ctx.saved_tensors
         grad_bias = grad_mat1 = grad_mat2 = None
         if ctx.needs_input_grad[0]:
-            grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
+            grad_bias = bias_gradient(grad, ctx.bias_shape, ctx.beta, ctx.summed_rows)
         if ctx.needs_input_grad[1]:
             grad_mat1 = ctx.fused(grad, mat2.mT, None, ctx.alpha, 0.0)
         if ctx.needs_input_grad[2]:
             grad_mat2 = ctx.fused(mat1.mT, grad, None, ctx.alpha, 0.0)
-        return grad_bias, grad_mat1, grad_mat2, None, None, None
+        return grad_bias, grad_mat1, grad_mat2, None, None, None, None
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, fused: FusedMatmul) -> torch.Tensor:
@@ -70,6 +92,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, fused: FusedMatmul) -> torch.Tensor
 
 
 def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float, beta: float,
-          fused: FusedMatmul) -> torch.Tensor:
-    """``beta * bias + alpha * mat1 @ mat2`` by ``fused``, with ``bias`` (N,) or (M, N), differentiable."""
-    return AddmmFunction.apply(bias, mat1, mat2, float(alpha), float(beta), fused)
+          fused: FusedMatmul, summed_rows: SummedRows = torch_summed_rows) -> torch.Tensor:
+    """``beta * bias + alpha * mat1 @ mat2`` by ``fused``, with ``bias`` (N,) or (M, N), differentiable;
+    a row vector's gradient by ``summed_rows``."""
+    return AddmmFunction.apply(bias, mat1, mat2, float(alpha), float(beta), fused, summed_rows)

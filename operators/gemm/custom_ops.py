@@ -6,6 +6,9 @@ kernel ``fused_matmul(mat1, mat2, bias=None, alpha=1.0, beta=1.0)``: the Triton 
     grad_1    = alpha * grad @ mat2.T        grad_2 = alpha * mat1.T @ grad
     grad_bias = beta * grad, summed to the bias's shape (N,) or (M, N)
 
+A kernel for the row-vector bias's ``beta * grad.sum(0)`` (``summed_rows``) becomes a third op,
+``<namespace>::summed_rows``; without one, torch's reduction runs.
+
 Outputs have 16-byte padded row pitches (:func:`~operators.gemm.alignment.output_buffer`), which
 the fake implementations reproduce, so Inductor plans the strides the kernels return.
 """
@@ -17,6 +20,7 @@ from typing import Any
 import torch
 
 from operators.gemm.alignment import output_buffer
+from operators.gemm.autograd import SummedRows, bias_gradient, torch_summed_rows
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,11 @@ class MatmulOps:
     addmm: Any
 
 
-def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor]) -> MatmulOps:
-    """Register ``<namespace>::matmul`` and ``<namespace>::addmm`` over ``fused_matmul``."""
+def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor],
+                      summed_rows: SummedRows | None = None) -> MatmulOps:
+    """Register ``<namespace>::matmul`` and ``<namespace>::addmm`` over ``fused_matmul`` (and
+    ``<namespace>::summed_rows`` over ``summed_rows``, when given, for the bias gradient)."""
+    row_sum = torch_summed_rows if summed_rows is None else _summed_rows_op(namespace, summed_rows)
 
     @torch.library.custom_op(f"{namespace}::matmul", mutates_args=())
     def matmul_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -68,7 +75,7 @@ def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor])
         mat1, mat2 = ctx.saved_tensors
         grad_bias = grad_mat1 = grad_mat2 = None
         if ctx.bias_shape is not None and ctx.needs_input_grad[0]:
-            grad_bias = grad.sum_to_size(ctx.bias_shape) * ctx.beta
+            grad_bias = bias_gradient(grad, ctx.bias_shape, ctx.beta, row_sum)
         if ctx.needs_input_grad[1]:
             grad_mat1 = addmm_op(None, grad, mat2.mT, ctx.alpha, 0.0)
         if ctx.needs_input_grad[2]:
@@ -78,3 +85,18 @@ def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor])
     matmul_op.register_autograd(matmul_backward, setup_context=save_operands)
     addmm_op.register_autograd(addmm_backward, setup_context=save_addmm)
     return MatmulOps(matmul_op, addmm_op)
+
+
+def _summed_rows_op(namespace: str, summed_rows: SummedRows) -> SummedRows:
+    """``summed_rows`` as the custom op ``<namespace>::summed_rows``, so that compiled graphs keep
+    the kernel opaque, as they keep the matmuls."""
+
+    @torch.library.custom_op(f"{namespace}::summed_rows", mutates_args=())
+    def summed_rows_op(grad: torch.Tensor, beta: float) -> torch.Tensor:
+        return summed_rows(grad, beta)
+
+    @summed_rows_op.register_fake
+    def _(grad: torch.Tensor, beta: float) -> torch.Tensor:
+        return grad.new_empty(grad.shape[1])
+
+    return summed_rows_op

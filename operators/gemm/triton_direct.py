@@ -6,7 +6,8 @@ Same kernel (:func:`~operators.gemm.triton_impl.fused_matmul`) and backward as t
 
     out    = alpha * mat1 @ mat2 + beta * bias
     grad_1 = alpha * grad @ mat2.T      grad_2 = alpha * mat1.T @ grad
-    grad_bias = beta * grad            (summed over rows for a row-vector bias)
+    grad_bias = beta * grad            (summed over rows for a row-vector bias, by
+                                        :func:`~operators.gemm.triton_row_sum.summed_rows`)
 
 here through the Functions of :mod:`operators.gemm.autograd`, without torch.library's dispatch,
 so the two backends differ only by that dispatch (the ``walltime`` metric shows its cost).
@@ -18,6 +19,7 @@ import torch
 
 from operators.gemm import autograd
 from operators.gemm.triton_impl import fused_matmul
+from operators.gemm.triton_row_sum import summed_rows
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -28,4 +30,4 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float = 1.0,
           beta: float = 1.0) -> torch.Tensor:
     """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` (N,) or (M, N), bypassing torch.library."""
-    return autograd.addmm(bias, mat1, mat2, alpha, beta, fused_matmul)
+    return autograd.addmm(bias, mat1, mat2, alpha, beta, fused_matmul, summed_rows)

@@ -30,7 +30,8 @@ under Triton's CPU interpreter (no timers) one small config runs instead.  The p
 autograd (and :mod:`operators.gemm.triton_direct`'s, undispatched) runs the kernels on transposed operands::
 
     grad_a = alpha * grad @ b.T        grad_b = alpha * a.T @ grad
-    grad_bias = beta * grad            (summed over rows for a row-vector bias)
+    grad_bias = beta * grad            (summed over rows for a row-vector bias:
+                                        :func:`~operators.gemm.triton_row_sum.summed_rows`)
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from operators.gemm.triton_configs import (
     prune_tma,
 )
 from operators.gemm.triton_dispatch import Kernel, plan
+from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
 from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
 
@@ -285,7 +287,7 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
 # ---------------------------------------------------------------------------------------------
 
 
-OPS = define_matmul_ops("opbench", fused_matmul)
+OPS = define_matmul_ops("opbench", fused_matmul, summed_rows)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,85 @@
+"""addmm's row-vector bias gradient in Triton: the sum of the output gradient's rows, scaled.
+
+For ``grad`` (M, N) and ``S`` parts of ``R`` rows each (the last one shorter), in fp32::
+
+    part[s] = grad[s*R : (s+1)*R, :].sum(0)                  _row_sum_parts_kernel
+    out     = beta * (part[0] + part[1] + ... + part[S-1])   _row_sum_finish_kernel (cast to grad's dtype)
+
+The parts give every SM a few programs even where N is narrow (N = 512 at addmm's reference
+shapes is 4 column blocks): torch's ``grad.sum(0)`` takes 33 us there (gemm NOTES, "The bias
+gradient"), about six times what reading ``grad`` once costs.  The second kernel adds the parts
+in a fixed order, so the result is the same bits on every run (no atomics).  Loads are masked
+pointer loads with arbitrary strides: any M, N and layout.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from operators.gemm.strategy import sm_count
+from operators.gemm.triton_configs import INTERPRETED
+
+BLOCK_M, BLOCK_N = (16, 16) if INTERPRETED else (32, 128)
+"""A program's tile: 32 rows of 128 columns, 256 contiguous bytes a row in bf16."""
+PROGRAMS_PER_SM = 4
+"""How many part programs the first kernel aims to run on each SM, to keep loads in flight."""
+FINISH_BLOCK_P = 16 if INTERPRETED else 32
+
+
+@triton.jit
+def _row_sum_parts_kernel(grad_ptr, part_ptr, M, N, stride_m, stride_n, rows_per_part,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``part[program_id(1), cols] = grad[rows of that part, cols].sum(0)`` in fp32 for the column
+    block ``program_id(0)``; ``rows_per_part`` is a multiple of ``BLOCK_M``."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    part = tl.program_id(1)
+    start = part * rows_per_part
+    end = tl.minimum(start + rows_per_part, M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for row0 in range(start, end, BLOCK_M):
+        rows = row0 + tl.arange(0, BLOCK_M)
+        mask = (rows[:, None] < end) & (cols[None, :] < N)
+        tile = tl.load(grad_ptr + rows[:, None] * stride_m + cols[None, :] * stride_n, mask=mask, other=0.0)
+        acc += tile.to(tl.float32)
+    tl.store(part_ptr + part * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+
+
+@triton.jit
+def _row_sum_finish_kernel(part_ptr, out_ptr, N, parts, beta,
+                           BLOCK_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``out[cols] = beta * part[:, cols].sum(0)``, the parts added in order, cast to ``out``'s dtype."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_P, BLOCK_N), dtype=tl.float32)
+    for p0 in range(0, parts, BLOCK_P):
+        ps = p0 + tl.arange(0, BLOCK_P)
+        mask = (ps[:, None] < parts) & (cols[None, :] < N)
+        acc += tl.load(part_ptr + ps[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    total = tl.sum(acc, axis=0) * beta
+    tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=cols < N)
+
+
+def rows_per_part(m: int, column_blocks: int, sms: int) -> int:
+    """Rows of ``grad`` each part program sums: enough parts for :data:`PROGRAMS_PER_SM` programs
+    an SM over the ``column_blocks``, in whole ``BLOCK_M`` tiles, at least one tile."""
+    parts = max(1, -(-PROGRAMS_PER_SM * sms // column_blocks))
+    rows = -(-m // parts)
+    return max(BLOCK_M, -(-rows // BLOCK_M) * BLOCK_M)
+
+
+def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
+    """``beta * grad.sum(0)`` for a 2-D ``grad`` (M, N), summed in fp32, in ``grad``'s dtype: (N,)."""
+    m, n = grad.shape
+    out = torch.empty(n, dtype=grad.dtype, device=grad.device)
+    if n == 0:
+        return out
+    column_blocks = triton.cdiv(n, BLOCK_N)
+    rows = rows_per_part(m, column_blocks, sm_count(grad.device))
+    parts = max(1, triton.cdiv(m, rows))
+    part = torch.empty((parts, n), dtype=torch.float32, device=grad.device)
+    _row_sum_parts_kernel[(column_blocks, parts)](
+        grad, part, m, n, grad.stride(0), grad.stride(1), rows, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
+    _row_sum_finish_kernel[(column_blocks,)](part, out, n, parts, float(beta),
+                                             BLOCK_P=FINISH_BLOCK_P, BLOCK_N=BLOCK_N)
+    return out
