@@ -17,8 +17,8 @@ import sys
 from harness.cli.args import UsageError
 from harness.cli.tritonbench_runner import TritonbenchUsageError, run_tritonbench
 from harness.device import prepare_backends
+from harness.error_line import error_line
 from harness.measure.errors import error_text
-from harness.report.error_line import error_line
 from harness.tritonbench.registration import TritonbenchUnavailable, import_tritonbench, interpreter_problem
 
 TRITONBENCH_DEFAULT_DEVICE = "cuda"

@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from harness.compare.stats import ratio_ci, relative_spread
-from harness.report.error_line import error_line
+from harness.error_line import error_line
 from harness.report.results import Record
 
 VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "improvement", "noisy",

@@ -1,5 +1,5 @@
 """Error text of a failed cell for the result file, and whether the failure left the CUDA
-context unusable (the one line tables show is :func:`harness.report.error_line.error_line`'s).
+context unusable (the one line tables show is :func:`harness.error_line.error_line`'s).
 
 A CUDA error such as an illegal memory access is sticky: every later CUDA call in the process
 fails too, so the rest of a run must go on in a fresh process.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.report.error_line import STICKY_ERRORS
+from harness.error_line import STICKY_ERRORS
 
 MAX_ERROR_CHARS = 4000
 """The most of an error's text a record keeps."""

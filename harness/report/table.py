@@ -15,9 +15,9 @@ from collections.abc import Iterable
 
 from tabulate import tabulate
 
+from harness.error_line import error_line
 from harness.metrics.table import METRICS
 from harness.registry import load_operator, operator_names
-from harness.report.error_line import error_line
 from harness.report.results import BELOW_FLOOR, Record, csv_text
 
 AVERAGE_NOTE = "average: geometric mean for {}, arithmetic mean for other metrics".format(

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.error_line import error_line
 from harness.measure.ceilings import DeviceCeilings
 from harness.measure.errors import ContextLost
 from harness.measure.records import Baseline, cell_records
 from harness.metrics.cell_data import Measurement
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.report.error_line import error_line
 from harness.report.results import Record
 from harness.settings import RunSettings
 from harness.sweep.spec import CellEvent, Sweep

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from harness.error_line import CONTEXT_LOST_NOTE
 from harness.measure.cell import (
     Cell,
     Reference,
@@ -35,7 +36,6 @@ from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.profile import profile_cell
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
-from harness.report.error_line import CONTEXT_LOST_NOTE
 from harness.settings import RunSettings
 from harness.sweep.spec import Sweep
 

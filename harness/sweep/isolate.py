@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.error_line import error_line
 from harness.metrics.cell_data import AccuracyResult, Measurement, SampleStats
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.report.error_line import error_line
 from harness.settings import RunSettings
 from harness.sweep.spec import CellEvent, Sweep
 

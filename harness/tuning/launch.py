@@ -25,8 +25,8 @@ import helion
 from triton.runtime.errors import OutOfResources
 
 from harness.device import triton_interpreted
+from harness.error_line import error_line
 from harness.notes import add_note, announce_note
-from harness.report.error_line import error_line
 from harness.tuning.choice import NOTE_PREFIX, ConfigChoice, choose_config
 from harness.tuning.configs import ConfigStore, load_store
 

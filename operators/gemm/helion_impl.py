@@ -13,7 +13,8 @@ skinny problems whose column blocks fill the GPU), or the split-K pair of
 problem whose N is the small side is computed transposed, ``out.T = y.T @ x.T``, its bias
 turned with it (a row bias becomes a stride-0 (N, M) one).  The backward pass calls
 :func:`fused_matmul` on transposed views (``grad @ y.T`` and ``x.T @ grad``) with ``alpha``
-applied in the epilogue, so each of its matmuls takes its own regime.  The host passes
+applied in the epilogue, so each of its matmuls takes its own regime; a row-vector bias's
+gradient is :func:`summed_rows`.  The host passes
 operands and output with 16-byte aligned row pitches (:mod:`operators.gemm.alignment`), so
 configs with ``tensor_descriptor`` indexing use TMA even for shapes such as 4097^3 in bf16.
 
@@ -55,7 +56,10 @@ from harness.tuning.launch import call_with_stored_config
 from operators.gemm import autograd
 from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.helion_dispatch import Kernel, Plan, plan
+from operators.gemm.helion_row_sum import row_sum_finish_kernel, row_sum_parts_kernel
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
+from operators.gemm.row_sum_plan import part_rows
+from operators.gemm.strategy import sm_count
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
@@ -208,6 +212,29 @@ def _addmm_forward(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, a
     return _launch("addmm_2d", mat1, mat2, alpha, beta, full)
 
 
+def row_sum_size(m: int, n: int) -> str:
+    """The bucket of the row sum of an (M, N) gradient: its size alone, ``small`` or ``large`` as
+    the gemm buckets' (:func:`bucket`)."""
+    return "small" if max(m, n) < SMALL_LIMIT else "large"
+
+
+def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
+    """``beta * grad.sum(0)`` for a 2-D ``grad`` (M, N), summed in fp32 in row parts
+    (:mod:`operators.gemm.helion_row_sum`), in ``grad``'s dtype: (N,); addmm's row-bias gradient."""
+    m, n = grad.shape
+    out = torch.zeros(n, dtype=grad.dtype, device=grad.device)
+    if m == 0 or n == 0:
+        return out
+    size = row_sum_size(m, n)
+    rows = part_rows(m, n, sm_count(grad.device))
+    parts = torch.empty((-(-m // rows), n), dtype=torch.float32, device=grad.device)
+    parts_key = config_key("row_sum_parts", grad.dtype, size)
+    call_with_stored_config(row_sum_parts_kernel, CONFIG_STORE, parts_key, grad, parts, rows)
+    finish_key = config_key("row_sum_finish", grad.dtype, size)
+    call_with_stored_config(row_sum_finish_kernel, CONFIG_STORE, finish_key, parts, float(beta), out)
+    return out
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` for 2-D tensors of one floating dtype, differentiable (:mod:`operators.gemm.autograd`)."""
     return autograd.matmul(a, b, fused_matmul)
@@ -216,4 +243,4 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: float = 1.0,
           beta: float = 1.0) -> torch.Tensor:
     """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` of shape (N,) or (M, N), differentiable."""
-    return autograd.addmm(bias, mat1, mat2, alpha, beta, fused_matmul)
+    return autograd.addmm(bias, mat1, mat2, alpha, beta, fused_matmul, summed_rows)

@@ -3,7 +3,8 @@
 
 The same kernel (:func:`~operators.gemm.helion_impl.fused_matmul`, stored configs) and backward
 as :mod:`operators.gemm.helion_impl`'s autograd Functions, registered by
-:func:`~operators.gemm.custom_ops.define_matmul_ops` (``opbench_helion::matmul`` and ``::addmm``).
+:func:`~operators.gemm.custom_ops.define_matmul_ops` (``opbench_helion::matmul``, ``::addmm`` and
+``::summed_rows``, the row-bias gradient).
 Dynamo cannot trace the Helion call itself (helion 1.5.0,
 torch 2.13): binding a stored config (``Kernel.bind``) is a graph break, and a kernel call
 with the epilogue function as an argument is refused.  As custom ops the kernels are opaque to Dynamo, so
@@ -17,9 +18,9 @@ from __future__ import annotations
 import torch
 
 from operators.gemm.custom_ops import define_matmul_ops
-from operators.gemm.helion_impl import fused_matmul
+from operators.gemm.helion_impl import fused_matmul, summed_rows
 
-OPS = define_matmul_ops("opbench_helion", fused_matmul)
+OPS = define_matmul_ops("opbench_helion", fused_matmul, summed_rows)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

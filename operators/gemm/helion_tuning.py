@@ -3,8 +3,9 @@
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
 of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, skinny and
-decode buckets, and of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
-skinny buckets.  Skinny and split-K candidates keep their route's output tile
+decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
+skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``, ``row_sum_finish``) in the
+small and large ones.  Skinny and split-K candidates keep their route's output tile
 (:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
 that divides the route's part step, and pointer indexing.
 """
@@ -20,13 +21,20 @@ from harness.tuning.configs import TuningJob, config_key
 from operators.gemm.alignment import output_buffer
 from operators.gemm.helion_dispatch import ROUTES, Plan, choose
 from operators.gemm.helion_impl import CONFIG_PATH, EPILOGUES, POINTER_SIZES, matmul_kernel, scaled
+from operators.gemm.helion_row_sum import row_sum_finish_kernel, row_sum_parts_kernel
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
+from operators.gemm.row_sum_plan import part_rows
 from operators.gemm.strategy import GPU_LIMITS
 
-__all__ = ["CONFIG_PATH", "SLOTS", "SPLIT_K_KERNELS", "tuning_args", "tuning_candidates", "tuning_jobs"]
+__all__ = ["CONFIG_PATH", "ROW_SUM_KERNELS", "SLOTS", "SPLIT_K_KERNELS", "tuning_args", "tuning_candidates",
+           "tuning_jobs"]
 
 SPLIT_K_KERNELS = {"matmul_split_k": matmul_split_k_kernel, "split_k_reduce": split_k_reduce_kernel}
 """The split-K kernels by stored-config name (the tiled kernel's names are its epilogues')."""
+ROW_SUM_KERNELS = {"row_sum_parts": row_sum_parts_kernel, "row_sum_finish": row_sum_finish_kernel}
+"""The row-bias gradient's kernels by stored-config name."""
+_ROW_SUM_SHAPES = {"small": (1024, 1024), "large": (20120, 512)}
+"""(M, N) of the gradient each row-sum bucket is tuned on: 1024^3's, and addmm's reference shape's."""
 _SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096),
            "decode": (1, 4096, 4096)}
 """(M, N, K) each bucket size is tuned on, for the tiled kernel."""
@@ -113,10 +121,40 @@ _REDUCE_CANDIDATES = {
 }
 
 
+def _row_sum_parts_candidate(rows: int, cols: int, warps: int, stages: int = 0) -> helion.Config:
+    """A config of :func:`~operators.gemm.helion_row_sum.row_sum_parts_kernel`: ``rows`` x ``cols``
+    tiles, the row loop pipelined ``stages`` deep (0: Triton's default)."""
+    return helion.Config(block_sizes=[rows, cols], num_warps=warps, num_stages=1, l2_groupings=[1],
+                         loop_orders=[[0, 1]], indexing="pointer", pid_type="flat",
+                         range_flattens=[None, None], range_unroll_factors=[0, 0],
+                         range_num_stages=[0, stages])
+
+
+def _row_sum_finish_candidate(rows: int, cols: int, warps: int) -> helion.Config:
+    """A config of :func:`~operators.gemm.helion_row_sum.row_sum_finish_kernel`: ``cols`` columns a
+    program, the parts added ``rows`` at a time."""
+    return helion.Config(block_sizes=[rows, cols], num_warps=warps, num_stages=1,
+                         indexing="pointer", pid_type="flat", range_flattens=[None, None],
+                         range_unroll_factors=[0, 0], range_num_stages=[0, 0])
+
+
+_ROW_SUM_CANDIDATES = {
+    "row_sum_parts": [_row_sum_parts_candidate(32, 128, 4), _row_sum_parts_candidate(64, 128, 4),
+                      _row_sum_parts_candidate(16, 128, 4), _row_sum_parts_candidate(32, 256, 8),
+                      _row_sum_parts_candidate(32, 128, 4, stages=3), _row_sum_parts_candidate(64, 64, 4)],
+    "row_sum_finish": [_row_sum_finish_candidate(32, 128, 4), _row_sum_finish_candidate(16, 128, 4),
+                       _row_sum_finish_candidate(32, 64, 4), _row_sum_finish_candidate(64, 128, 8)],
+}
+"""Tiles of 128 bf16 columns (256 contiguous bytes a row) as Triton's row sum, and their neighbours."""
+
+
 def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
-    """Plausible H200 configs for ``kernel_name`` (a key of :data:`EPILOGUES` or
-    :data:`SPLIT_K_KERNELS`) in ``bucket``."""
-    assert kernel_name in EPILOGUES or kernel_name in SPLIT_K_KERNELS, f"unknown kernel {kernel_name}"
+    """Plausible H200 configs for ``kernel_name`` (a key of :data:`EPILOGUES`,
+    :data:`SPLIT_K_KERNELS` or :data:`ROW_SUM_KERNELS`) in ``bucket``."""
+    known = kernel_name in EPILOGUES or kernel_name in SPLIT_K_KERNELS or kernel_name in ROW_SUM_KERNELS
+    assert known, f"unknown kernel {kernel_name}"
+    if kernel_name in ROW_SUM_KERNELS:
+        return list(_ROW_SUM_CANDIDATES[kernel_name])
     size = bucket.split("|")[0]
     if kernel_name == "split_k_reduce":
         return list(_REDUCE_CANDIDATES[size])
@@ -150,6 +188,8 @@ def tuning_args(kernel_name: str, bucket: str, dtype: torch.dtype,
 
     The split-K kernels get as many parts as :func:`~operators.gemm.helion_dispatch.choose`
     cuts the slot's shape into on the H200 (:data:`TUNING_SMS`), on any device."""
+    if kernel_name in ROW_SUM_KERNELS:
+        return _row_sum_args(kernel_name, bucket, dtype, device)
     size, _, layout = bucket.partition("|")
     m, n, k = _shape(kernel_name, bucket)
     if kernel_name == "split_k_reduce":
@@ -168,6 +208,17 @@ def tuning_args(kernel_name: str, bucket: str, dtype: torch.dtype,
     return x, y, 1.0, 1.0, bias, out, EPILOGUES[kernel_name]
 
 
+def _row_sum_args(kernel_name: str, bucket: str, dtype: torch.dtype, device: torch.device | str) -> tuple:
+    """Example arguments of a row-sum kernel: the gradient of :data:`_ROW_SUM_SHAPES` in as many
+    parts as the H200 (:data:`TUNING_SMS`) cuts it into."""
+    m, n = _ROW_SUM_SHAPES[bucket]
+    rows = part_rows(m, n, TUNING_SMS)
+    parts = torch.randn((-(-m // rows), n), dtype=torch.float32, device=device)
+    if kernel_name == "row_sum_parts":
+        return torch.randn(m, n, dtype=dtype, device=device), parts, rows
+    return parts, 1.0, torch.empty(n, dtype=dtype, device=device)
+
+
 def _split_plan(m: int, n: int, k: int) -> Plan:
     return choose(m, n, k, sms=TUNING_SMS, limits=GPU_LIMITS, routes=ROUTES)
 
@@ -181,6 +232,7 @@ SLOTS = [
     *(("matmul_split_k", f"skinny|{layout}") for layout in ("nn", "nt")),
     ("split_k_reduce", "large"),
     ("split_k_reduce", "skinny"),
+    *((name, size) for name in ROW_SUM_KERNELS for size in ("small", "large")),
 ]
 """Every stored-config slot of the gemm and addmm kernels, (kernel name, bucket).
 
@@ -190,7 +242,8 @@ Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward 
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
 the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; the
 split-K parts in the layouts of the default sweep's split problems, and in those of decode
-against too few columns to fill the GPU (e.g. 1x1024x4096, not in the sweep)."""
+against too few columns to fill the GPU (e.g. 1x1024x4096, not in the sweep); the row-bias
+gradient's pair at a square and at addmm's reference gradient."""
 
 
 def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
@@ -198,7 +251,7 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
     when a job is tuned."""
     return [
         TuningJob(
-            kernel=SPLIT_K_KERNELS.get(name, matmul_kernel),
+            kernel={**SPLIT_K_KERNELS, **ROW_SUM_KERNELS}.get(name, matmul_kernel),
             key=config_key(name, dtype, bucket_name),
             make_args=functools.partial(tuning_args, name, bucket_name, dtype, device),
             candidates=tuning_candidates(name, bucket_name),

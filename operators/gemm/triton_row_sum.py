@@ -18,13 +18,12 @@ import torch
 import triton
 import triton.language as tl
 
+from operators.gemm.row_sum_plan import COLUMNS, ROW_STEP, part_rows
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import INTERPRETED
 
-BLOCK_M, BLOCK_N = (16, 16) if INTERPRETED else (32, 128)
+BLOCK_M, BLOCK_N = (16, 16) if INTERPRETED else (ROW_STEP, COLUMNS)
 """A program's tile: 32 rows of 128 columns, 256 contiguous bytes a row in bf16."""
-PROGRAMS_PER_SM = 4
-"""How many part programs the first kernel aims to run on each SM, to keep loads in flight."""
 FINISH_BLOCK_P = 16 if INTERPRETED else 32
 
 
@@ -32,7 +31,8 @@ FINISH_BLOCK_P = 16 if INTERPRETED else 32
 def _row_sum_parts_kernel(grad_ptr, part_ptr, M, N, stride_m, stride_n, rows_per_part,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """``part[program_id(1), cols] = grad[rows of that part, cols].sum(0)`` in fp32 for the column
-    block ``program_id(0)``; ``rows_per_part`` is a multiple of ``BLOCK_M``."""
+    block ``program_id(0)``; ``rows_per_part`` is a multiple of ``BLOCK_M``
+    (:func:`~operators.gemm.row_sum_plan.part_rows`)."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     part = tl.program_id(1)
     start = part * rows_per_part
@@ -60,14 +60,6 @@ def _row_sum_finish_kernel(part_ptr, out_ptr, N, parts, beta,
     tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=cols < N)
 
 
-def rows_per_part(m: int, column_blocks: int, sms: int) -> int:
-    """Rows of ``grad`` each part program sums: enough parts for :data:`PROGRAMS_PER_SM` programs
-    an SM over the ``column_blocks``, in whole ``BLOCK_M`` tiles, at least one tile."""
-    parts = max(1, -(-PROGRAMS_PER_SM * sms // column_blocks))
-    rows = -(-m // parts)
-    return max(BLOCK_M, -(-rows // BLOCK_M) * BLOCK_M)
-
-
 def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     """``beta * grad.sum(0)`` for a 2-D ``grad`` (M, N), summed in fp32, in ``grad``'s dtype: (N,)."""
     m, n = grad.shape
@@ -75,7 +67,7 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     if n == 0:
         return out
     column_blocks = triton.cdiv(n, BLOCK_N)
-    rows = rows_per_part(m, column_blocks, sm_count(grad.device))
+    rows = part_rows(m, n, sm_count(grad.device))
     parts = max(1, triton.cdiv(m, rows))
     part = torch.empty((parts, n), dtype=torch.float32, device=grad.device)
     _row_sum_parts_kernel[(column_blocks, parts)](

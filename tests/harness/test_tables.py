@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.report.error_line import CONTEXT_LOST_NOTE, error_line
+from harness.error_line import CONTEXT_LOST_NOTE, error_line
 from harness.report.results import Record
 from harness.report.table import AVERAGE_NOTE, TableData, render
 from tests.helpers import sample_exp_records

@@ -108,12 +108,15 @@ def _forward_and_backward_keys(dtype: torch.dtype, kernel: str, shape: tuple[int
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_helion_tuning_jobs_cover_the_default_gemm_and_addmm_sweeps(dtype: torch.dtype) -> None:
     from operators.gemm import helion_tuning
-    from operators.gemm.helion_impl import config_key
+    from operators.gemm.helion_impl import config_key, row_sum_size
 
     expected: set[str] = set()
     for shape in GemmOperator("cuda", dtype).default_shapes():
         for kernel in ("matmul", "addmm_1d", "addmm_2d"):
             expected |= _forward_and_backward_keys(dtype, kernel, shape)
+        # addmm's row-bias gradient, over the (M, N) output gradient
+        size = row_sum_size(*shape[:2])
+        expected |= {config_key(name, dtype, size) for name in ("row_sum_parts", "row_sum_finish")}
     # and skinny problems whose columns leave SMs idle (e.g. 1x1024x4096), which the sweep has none of
     beyond = [("matmul_split_k", "skinny|nn"), ("matmul_split_k", "skinny|nt"), ("split_k_reduce", "skinny")]
     expected |= {config_key(name, dtype, bucket) for name, bucket in beyond}

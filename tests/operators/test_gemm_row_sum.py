@@ -1,17 +1,32 @@
-"""CPU tests of addmm's row-vector bias gradient in Triton (``beta * grad.sum(0)``, through
-Triton's interpreter): against float64 at odd sizes and layouts, split into parts or not, the
-same bits on every run, and as the ``opbench::summed_rows`` op that the addmm backward runs."""
+"""CPU tests of addmm's row-vector bias gradient (``beta * grad.sum(0)``) in Triton and Helion,
+through Triton's interpreter: against float64 at odd sizes and layouts, split into parts or not,
+the same bits on every run, as the ``opbench::summed_rows`` and ``opbench_helion::summed_rows``
+ops that the addmm backwards run, and the Helion configs compiling for sm_90."""
 
 from harness.device import prepare_backends
 
 prepare_backends("cpu")
 
 
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from operators.gemm import triton_direct, triton_impl, triton_row_sum  # noqa: E402
+from harness.notes import collecting  # noqa: E402
+from operators.gemm import (  # noqa: E402
+    helion_impl,
+    helion_ops,
+    helion_tuning,
+    row_sum_plan,
+    triton_direct,
+    triton_impl,
+    triton_row_sum,
+)
 from operators.gemm.strategy import INTERPRETER_SMS  # noqa: E402
+from tests.helpers import run_compiling  # noqa: E402
+
+SUMMED_ROWS = {"triton": triton_row_sum.summed_rows, "helion": helion_impl.summed_rows}
 
 
 def _grad(m: int, n: int, dtype: torch.dtype, transposed: bool = False) -> torch.Tensor:
@@ -22,9 +37,10 @@ def _grad(m: int, n: int, dtype: torch.dtype, transposed: bool = False) -> torch
 @pytest.mark.parametrize(("m", "n"), [(1, 7), (37, 45), (300, 33), (1000, 17), (70, 129)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("transposed", [False, True])
-def test_summed_rows_match_float64(m: int, n: int, dtype: torch.dtype, transposed: bool):
+@pytest.mark.parametrize("backend", SUMMED_ROWS)
+def test_summed_rows_match_float64(m: int, n: int, dtype: torch.dtype, transposed: bool, backend: str):
     grad = _grad(m, n, dtype, transposed)
-    got = triton_row_sum.summed_rows(grad, -0.75)
+    got = SUMMED_ROWS[backend](grad, -0.75)
     want = grad.double().sum(0) * -0.75
     assert got.dtype == dtype and got.shape == (n,)
     tol = 1e-5 if dtype == torch.float32 else 2e-3
@@ -34,7 +50,7 @@ def test_summed_rows_match_float64(m: int, n: int, dtype: torch.dtype, transpose
 
 def test_tall_gradients_are_summed_in_parts_and_the_same_bits_every_run():
     m, n = 1000, 20
-    rows = triton_row_sum.rows_per_part(m, 2, INTERPRETER_SMS)
+    rows = row_sum_plan.part_rows(m, n, INTERPRETER_SMS)
     assert rows % triton_row_sum.BLOCK_M == 0 and -(-m // rows) > 1  # several parts
     grad = _grad(m, n, torch.float32)
     first = triton_row_sum.summed_rows(grad, 1.0)
@@ -42,21 +58,24 @@ def test_tall_gradients_are_summed_in_parts_and_the_same_bits_every_run():
     torch.testing.assert_close(first.double(), grad.double().sum(0), rtol=1e-5, atol=1e-4)
 
 
-def test_parts_cover_every_row_in_whole_tiles_and_give_each_sm_programs():
-    for m, blocks, sms in [(20120, 4, 132), (1024, 8, 132), (5, 1, 132), (100000, 1, 3)]:
-        rows = triton_row_sum.rows_per_part(m, blocks, sms)
-        parts = -(-m // rows)
-        assert rows % triton_row_sum.BLOCK_M == 0 and parts * rows >= m
-        assert parts * blocks <= max(blocks, triton_row_sum.PROGRAMS_PER_SM * sms)
+def test_parts_cover_every_row_in_whole_steps_and_give_each_sm_programs():
+    for m, n, sms in [(20120, 512, 132), (1024, 1024, 132), (5, 7, 132), (100000, 20, 3)]:
+        rows = row_sum_plan.part_rows(m, n, sms)
+        parts, blocks = -(-m // rows), -(-n // row_sum_plan.COLUMNS)
+        assert rows % row_sum_plan.ROW_STEP == 0 and parts * rows >= m
+        assert parts * blocks <= max(blocks, row_sum_plan.PROGRAMS_PER_SM * sms)
+    assert row_sum_plan.part_rows(20120, 512, 132) == 160  # 126 parts x 4 column blocks
 
 
-def test_an_empty_gradient_sums_to_zeros_and_no_columns_to_nothing():
-    assert torch.equal(triton_row_sum.summed_rows(torch.empty(0, 5), 2.0), torch.zeros(5))
-    assert triton_row_sum.summed_rows(torch.empty(4, 0), 2.0).shape == (0,)
+@pytest.mark.parametrize("backend", SUMMED_ROWS)
+def test_an_empty_gradient_sums_to_zeros_and_no_columns_to_nothing(backend: str):
+    assert torch.equal(SUMMED_ROWS[backend](torch.empty(0, 5), 2.0), torch.zeros(5))
+    assert SUMMED_ROWS[backend](torch.empty(4, 0), 2.0).shape == (0,)
 
 
-def test_the_summed_rows_op_passes_opcheck():
-    torch.library.opcheck(torch.ops.opbench.summed_rows.default, (_grad(37, 45, torch.float32), 0.5))
+@pytest.mark.parametrize("op", ["opbench", "opbench_helion"])
+def test_the_summed_rows_ops_pass_opcheck(op: str):
+    torch.library.opcheck(getattr(torch.ops, op).summed_rows.default, (_grad(37, 45, torch.float32), 0.5))
 
 
 class CountedLaunches:
@@ -80,3 +99,38 @@ def test_the_addmm_backward_takes_its_row_vector_bias_gradient_from_the_triton_k
     out.backward(dy)
     torch.testing.assert_close(bias.grad.double(), dy.double().sum(0) * -0.75, rtol=1e-5, atol=1e-4)
     assert finish.launches == 1
+
+
+@pytest.mark.parametrize("impl", [helion_impl, helion_ops])
+def test_the_helion_addmm_backward_takes_its_row_vector_bias_gradient_from_the_helion_kernels(impl):
+    bias = torch.randn(45, requires_grad=True)
+    out = impl.addmm(bias, torch.randn(37, 29), torch.randn(29, 45), alpha=1.5, beta=-0.75)
+    dy = torch.randn_like(out)
+    notes: list[str] = []
+    with collecting(notes):
+        out.backward(dy)
+    torch.testing.assert_close(bias.grad.double(), dy.double().sum(0) * -0.75, rtol=1e-5, atol=1e-4)
+    # fp32 on the CPU has no stored configs: the kernels say they ran on Helion's default.
+    assert any("Helion's default for row_sum_parts|float32|small" in note for note in notes), notes
+    assert any("Helion's default for row_sum_finish|float32|small" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("name", helion_tuning.ROW_SUM_KERNELS)
+def test_every_helion_row_sum_candidate_computes_the_sum(name: str):
+    grad = _grad(300, 45, torch.float32)
+    rows = row_sum_plan.part_rows(300, 45, INTERPRETER_SMS)
+    parts = torch.stack([chunk.sum(0) for chunk in grad.split(rows)])
+    args = ((grad, torch.empty_like(parts), rows) if name == "row_sum_parts"
+            else (parts, 0.5, torch.empty(45)))
+    want = parts if name == "row_sum_parts" else parts.sum(0) * 0.5
+    bound = helion_tuning.ROW_SUM_KERNELS[name].bind(args)
+    for config in helion_tuning.tuning_candidates(name, "large"):
+        bound.set_config(config)
+        torch.testing.assert_close(bound(*args), want, rtol=1e-5, atol=1e-4)
+
+
+def test_the_row_sum_kernels_and_their_helion_configs_compile_for_sm90():
+    # Compiles kernels, which the interpreter this session runs cannot.
+    check_run = run_compiling(Path(__file__).with_name("sm90") / "row_sum_fits_sm90.py")
+    assert check_run.returncode == 0, check_run.stdout + check_run.stderr
+    assert check_run.stdout.count("bytes of shared memory") == 2 + 2 * (7 + 5), check_run.stdout
