@@ -88,9 +88,8 @@ def choose_config(configs: Mapping[str, Any], keys: tuple[str, ...],
         found = (nearest_key(configs, key, place) for key in candidates)
         return next((near for near in found if near is not None), None)
 
-    def borrowed(key: str, other: str, size: str) -> ConfigChoice:
-        return ConfigChoice(key, f"{NOTE_PREFIX}{key}, the {other} config ({size}), for {keys[0]}",
-                            fallible=other == half)
+    def borrowed(key: str, other: str, size: str, fallible: bool = False) -> ConfigChoice:
+        return ConfigChoice(key, f"{NOTE_PREFIX}{key}, the {other} config ({size}), for {keys[0]}", fallible)
 
     if (key := exact(keys)) is not None:
         return ConfigChoice(key)
@@ -101,6 +100,6 @@ def choose_config(configs: Mapping[str, Any], keys: tuple[str, ...],
     if same and (key := nearest(in_dtype(same))) is not None:
         return borrowed(key, same, "the same element size")
     if half and (key := exact(in_dtype(half)) or nearest(in_dtype(half))) is not None:
-        return borrowed(key, half, "half the element size")
+        return borrowed(key, half, "half the element size", fallible=True)
     return ConfigChoice(None, f"{NOTE_PREFIX}Helion's default for {keys[0]} "
                               f"(no {kernel_name}|{dtype} config stored)")

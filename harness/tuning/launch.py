@@ -25,7 +25,7 @@ import helion
 from triton.runtime.errors import OutOfResources
 
 from harness.device import triton_interpreted
-from harness.error_line import error_line
+from harness.error_line import STICKY_ERRORS, error_line
 from harness.notes import add_note, announce_note
 from harness.tuning.choice import NOTE_PREFIX, ConfigChoice, choose_config
 from harness.tuning.configs import ConfigStore, load_store
@@ -65,7 +65,7 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
     try:
         result, lowered = _call_within_shared_memory(bound, config, args, key)
     except Exception as exc:
-        if not choice.fallible:
+        if not choice.fallible or STICKY_ERRORS.search(str(exc)):  # a lost CUDA context runs nothing more
             raise
         config, refixed = _with_fixed(bound.config_spec.default_config().config, fixed, keys[0])
         result, lowered = _call_within_shared_memory(bound, config, args, keys[0])

@@ -7,9 +7,9 @@ For ``grad`` (M, N) and ``S`` parts of ``R`` rows each (the last one shorter), i
 
 The parts give every SM a few programs even where N is narrow (N = 512 at addmm's reference
 shapes is 4 column blocks): torch's ``grad.sum(0)`` takes 33 us there (gemm NOTES, "The bias
-gradient"), about six times what reading ``grad`` once costs.  The second kernel adds the parts
+gradient"), about seven times what reading ``grad`` once costs.  The second kernel adds the parts
 in a fixed order, so the result is the same bits on every run (no atomics).  Loads are masked
-pointer loads with arbitrary strides: any M, N and layout.
+pointer loads with arbitrary strides and 64-bit offsets: any M, N and layout.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def _row_sum_parts_kernel(grad_ptr, part_ptr, M, N, stride_m, stride_n, rows_per
     for row0 in range(start, end, BLOCK_M):
         rows = row0 + tl.arange(0, BLOCK_M)
         mask = (rows[:, None] < end) & (cols[None, :] < N)
-        tile = tl.load(grad_ptr + rows[:, None] * stride_m + cols[None, :] * stride_n, mask=mask, other=0.0)
+        offsets = rows[:, None].to(tl.int64) * stride_m + cols[None, :].to(tl.int64) * stride_n
+        tile = tl.load(grad_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
     tl.store(part_ptr + part * N + cols, tl.sum(acc, axis=0), mask=cols < N)
 

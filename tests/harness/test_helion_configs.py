@@ -95,8 +95,9 @@ def test_a_dtype_with_no_config_of_its_size_runs_the_half_size_dtypes_and_may_fa
 class StandIn:
     """A kernel whose launch needs ``stages * 100_000`` bytes of shared memory, of ``limit``."""
 
-    def __init__(self, limit: int, kind: str = "shared memory", broken_blocks: int | None = None):
-        self.limit, self.kind, self.broken_blocks = limit, kind, broken_blocks
+    def __init__(self, limit: int, kind: str = "shared memory", broken_blocks: int | None = None,
+                 failure: str = "does not compile"):
+        self.limit, self.kind, self.broken_blocks, self.failure = limit, kind, broken_blocks, failure
         self.tried: list[int] = []
         self.config_spec = self
 
@@ -113,7 +114,7 @@ class StandIn:
         loops = self.config.config.get("range_num_stages") or [0]
         self.tried.append(self.config.num_stages if max(loops) == 0 else (self.config.num_stages, loops))
         if self.config.config.get("block_sizes") == [self.broken_blocks]:
-            raise RuntimeError(f"block size {self.broken_blocks} does not compile\nfor this dtype")
+            raise RuntimeError(f"block size {self.broken_blocks} {self.failure}\nfor this dtype")
         needed = max(self.config.num_stages, *loops) * 100_000
         if needed > self.limit:
             raise OutOfResources(needed, self.limit, self.kind)
@@ -272,3 +273,13 @@ def test_a_half_size_dtypes_config_that_fails_gives_way_to_helions_default(tmp_p
     # A failing config of the call's own dtype is the cell's error, never hidden behind the default.
     with pytest.raises(RuntimeError, match="does not compile"):
         launch.call_with_stored_config(StandIn(limit=232_448, broken_blocks=128), store, KEY, 1)
+
+
+def test_a_half_size_config_that_loses_the_cuda_context_is_the_cells_error(tmp_path: Path, monkeypatch):
+    # Nothing runs on a lost context: the default config would only fail again and hide the cause.
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    store = _store(tmp_path, {KEY: {"block_sizes": [128], "num_stages": 1}})
+    kernel = StandIn(limit=232_448, broken_blocks=128, failure="CUDA error: an illegal memory access")
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        launch.call_with_stored_config(kernel, store, "k|float32|large|nn", 1)
+    assert len(kernel.tried) == 1
