@@ -65,7 +65,7 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
     try:
         result, lowered = _call_within_shared_memory(bound, config, args, key)
     except Exception as exc:
-        if not choice.fallible or STICKY_ERRORS.search(str(exc)):  # a lost CUDA context runs nothing more
+        if not choice.fallible or _loses_the_context(exc):  # a lost CUDA context runs nothing more
             raise
         config, refixed = _with_fixed(bound.config_spec.default_config().config, fixed, keys[0])
         result, lowered = _call_within_shared_memory(bound, config, args, keys[0])
@@ -76,6 +76,18 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
     for note in notes:
         announce_note(note)
     return result
+
+
+def _loses_the_context(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised from or during names an error that poisons the
+    CUDA context."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if STICKY_ERRORS.search(str(exc)):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _with_fixed(chosen: Mapping[str, Any], fixed: dict[str, object],

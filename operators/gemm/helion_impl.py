@@ -21,7 +21,9 @@ configs with ``tensor_descriptor`` indexing use TMA even for shapes such as 4097
 Configs are tuned on the GPU (:mod:`operators.gemm.helion_tuning`) and stored in
 ``helion_configs.json`` under ``<kernel>|<dtype>|<bucket>``, ``<kernel>`` naming the epilogue
 of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
-(``matmul_split_k``, ``split_k_reduce``).  The bucket (:func:`bucket`) is ``<size>|<layout>``:
+(``matmul_split_k``, ``split_k_reduce``) or of the row-bias gradient (``row_sum_parts``,
+``row_sum_finish``, whose bucket is the size alone: :func:`row_sum_size`).  The bucket
+(:func:`bucket`) is ``<size>|<layout>``:
 
 * size: ``skinny`` in the skinny regime (``decode`` there for an unsplit problem with M below
   the skinny tile's 16 rows), else ``small`` when the largest of M, N, K is below 2048, else
@@ -222,9 +224,9 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     """``beta * grad.sum(0)`` for a 2-D ``grad`` (M, N), summed in fp32 in row parts
     (:mod:`operators.gemm.helion_row_sum`), in ``grad``'s dtype: (N,); addmm's row-bias gradient."""
     m, n = grad.shape
-    out = torch.zeros(n, dtype=grad.dtype, device=grad.device)
+    out = torch.empty(n, dtype=grad.dtype, device=grad.device)
     if m == 0 or n == 0:
-        return out
+        return out.zero_()
     size = row_sum_size(m, n)
     rows = part_rows(m, n, sm_count(grad.device))
     parts = torch.empty((-(-m // rows), n), dtype=torch.float32, device=grad.device)

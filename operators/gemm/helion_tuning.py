@@ -33,6 +33,8 @@ SPLIT_K_KERNELS = {"matmul_split_k": matmul_split_k_kernel, "split_k_reduce": sp
 """The split-K kernels by stored-config name (the tiled kernel's names are its epilogues')."""
 ROW_SUM_KERNELS = {"row_sum_parts": row_sum_parts_kernel, "row_sum_finish": row_sum_finish_kernel}
 """The row-bias gradient's kernels by stored-config name."""
+_KERNELS = {**SPLIT_K_KERNELS, **ROW_SUM_KERNELS}
+"""The kernels named otherwise than by their epilogue (which run ``matmul_kernel``)."""
 _ROW_SUM_SHAPES = {"small": (1024, 1024), "large": (20120, 512)}
 """(M, N) of the gradient each row-sum bucket is tuned on: 1024^3's, and addmm's reference shape's."""
 _SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096),
@@ -139,13 +141,15 @@ def _row_sum_finish_candidate(rows: int, cols: int, warps: int) -> helion.Config
 
 
 _ROW_SUM_CANDIDATES = {
-    "row_sum_parts": [_row_sum_parts_candidate(32, 128, 4), _row_sum_parts_candidate(64, 128, 4),
-                      _row_sum_parts_candidate(16, 128, 4), _row_sum_parts_candidate(32, 256, 8),
-                      _row_sum_parts_candidate(32, 128, 4, stages=3), _row_sum_parts_candidate(64, 64, 4)],
+    "row_sum_parts": [_row_sum_parts_candidate(32, 128, 4), _row_sum_parts_candidate(16, 128, 4),
+                      _row_sum_parts_candidate(32, 256, 8), _row_sum_parts_candidate(32, 128, 4, stages=3),
+                      _row_sum_parts_candidate(32, 64, 4), _row_sum_parts_candidate(16, 256, 4)],
     "row_sum_finish": [_row_sum_finish_candidate(32, 128, 4), _row_sum_finish_candidate(16, 128, 4),
                        _row_sum_finish_candidate(32, 64, 4), _row_sum_finish_candidate(64, 128, 8)],
 }
-"""Tiles of 128 bf16 columns (256 contiguous bytes a row) as Triton's row sum, and their neighbours."""
+"""Tiles of 128 bf16 columns (256 contiguous bytes a row) as Triton's row sum, and their neighbours;
+the parts' row blocks divide :data:`~operators.gemm.row_sum_plan.ROW_STEP`, so no part ends in a
+half-masked block.  The same in both buckets."""
 
 
 def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
@@ -251,7 +255,7 @@ def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:
     when a job is tuned."""
     return [
         TuningJob(
-            kernel={**SPLIT_K_KERNELS, **ROW_SUM_KERNELS}.get(name, matmul_kernel),
+            kernel=_KERNELS.get(name, matmul_kernel),
             key=config_key(name, dtype, bucket_name),
             make_args=functools.partial(tuning_args, name, bucket_name, dtype, device),
             candidates=tuning_candidates(name, bucket_name),

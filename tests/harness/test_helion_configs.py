@@ -283,3 +283,20 @@ def test_a_half_size_config_that_loses_the_cuda_context_is_the_cells_error(tmp_p
     with pytest.raises(RuntimeError, match="illegal memory access"):
         launch.call_with_stored_config(kernel, store, "k|float32|large|nn", 1)
     assert len(kernel.tried) == 1
+
+
+def test_a_lost_cuda_context_is_seen_in_the_exception_a_failure_was_raised_from(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    store = _store(tmp_path, {KEY: {"block_sizes": [128], "num_stages": 1}})
+
+    class Wrapping(StandIn):
+        def __call__(self, x: int) -> int:
+            try:
+                return super().__call__(x)
+            except RuntimeError as exc:
+                raise ValueError("the launch failed") from exc
+
+    kernel = Wrapping(limit=232_448, broken_blocks=128, failure="CUDA error: unspecified launch failure")
+    with pytest.raises(ValueError, match="the launch failed"):
+        launch.call_with_stored_config(kernel, store, "k|float32|large|nn", 1)
+    assert len(kernel.tried) == 1

@@ -58,15 +58,21 @@ def test_tall_gradients_are_summed_in_parts_and_the_same_bits_every_run():
     torch.testing.assert_close(first.double(), grad.double().sum(0), rtol=1e-5, atol=1e-4)
 
 
-def test_parts_cover_every_row_in_whole_steps_and_give_each_sm_programs():
-    for m, n, sms in [(20120, 512, 132), (1024, 1024, 132), (5, 7, 132), (100000, 20, 3)]:
-        rows = row_sum_plan.part_rows(m, n, sms)
-        parts, blocks = -(-m // rows), -(-n // row_sum_plan.COLUMNS)
-        assert rows % row_sum_plan.ROW_STEP == 0 and parts * rows >= m
-        target = row_sum_plan.PROGRAMS_PER_SM * sms
-        assert parts * blocks <= max(blocks, target)
-        if m >= row_sum_plan.ROW_STEP * target:  # rows enough for the target: at least 90% of it
-            assert parts * blocks >= 0.9 * target
+@pytest.mark.parametrize("n", [7, 128, 129, 512, 1024, 4096])
+@pytest.mark.parametrize("m", [5, 300, 17424, 20120, 34579, 100000])
+def test_parts_cover_every_row_in_whole_steps_near_the_programs_aimed_at(m: int, n: int):
+    sms = 132
+    rows = row_sum_plan.part_rows(m, n, sms)
+    parts, blocks = -(-m // rows), -(-n // row_sum_plan.COLUMNS)
+    assert rows % row_sum_plan.ROW_STEP == 0 and parts * rows >= m
+    wanted = -(-row_sum_plan.PROGRAMS_PER_SM * sms // blocks)  # parts
+    if m >= 2 * row_sum_plan.ROW_STEP * wanted:  # parts of 64 rows or more: rounding moves them little
+        assert 0.7 * wanted <= parts <= 1.4 * wanted
+    else:  # fewer rows: as many parts as wanted, or one a 32-row step
+        assert parts >= min(0.7 * wanted, -(-m // row_sum_plan.ROW_STEP))
+
+
+def test_addmms_reference_gradient_is_cut_into_about_four_programs_an_sm():
     assert row_sum_plan.part_rows(20120, 512, 132) == 160  # 126 parts x 4 column blocks
 
 
@@ -104,17 +110,24 @@ def test_the_addmm_backward_takes_its_row_vector_bias_gradient_from_the_triton_k
     assert finish.launches == 1
 
 
-def test_the_compiled_addmm_backward_runs_the_summed_rows_op_whole(monkeypatch):
-    # As the triton_compiled backend: the op stays opaque in a full graph and runs once a backward.
+@pytest.mark.parametrize("impl", [triton_impl, helion_ops])
+def test_the_compiled_addmm_backward_runs_the_summed_rows_op_whole(monkeypatch, impl):
+    # As the *_compiled backends: the op stays opaque in a full graph and runs once a backward.
     finish = CountedLaunches(triton_row_sum._row_sum_finish_kernel)
     monkeypatch.setattr(triton_row_sum, "_row_sum_finish_kernel", finish)
-    compiled = torch.compile(triton_impl.addmm, fullgraph=True, backend="aot_eager")
+    compiled = torch.compile(impl.addmm, fullgraph=True, backend="aot_eager")
     bias = torch.randn(45, requires_grad=True)
     out = compiled(bias, torch.randn(37, 29), torch.randn(29, 45), alpha=1.5, beta=-0.75)
     dy = torch.randn_like(out)
-    out.backward(dy)
+    notes: list[str] = []
+    with collecting(notes):
+        out.backward(dy)
     torch.testing.assert_close(bias.grad.double(), dy.double().sum(0) * -0.75, rtol=1e-5, atol=1e-4)
-    assert finish.launches == 1
+    if impl is triton_impl:
+        assert finish.launches == 1
+    else:  # Helion's pair on the CPU's fp32, which has no stored configs
+        assert finish.launches == 0
+        assert any("row_sum_finish|float32" in note for note in notes), notes
 
 
 @pytest.mark.parametrize("impl", [helion_impl, helion_ops])
@@ -139,8 +152,10 @@ def test_every_helion_row_sum_candidate_computes_the_sum(name: str):
     args = ((grad, torch.empty_like(parts), rows) if name == "row_sum_parts"
             else (parts, 0.5, torch.empty(45)))
     want = parts if name == "row_sum_parts" else parts.sum(0) * 0.5
+    out = args[1] if name == "row_sum_parts" else args[2]
     bound = helion_tuning.ROW_SUM_KERNELS[name].bind(args)
     for config in helion_tuning.tuning_candidates(name, "large"):
+        out.fill_(float("nan"))  # what an earlier candidate wrote proves nothing
         bound.set_config(config)
         torch.testing.assert_close(bound(*args), want, rtol=1e-5, atol=1e-4)
 

@@ -21,6 +21,7 @@ from tests.operators.sm90.helion_sm90 import SM90, SM90_MAX_SHARED, report, shar
 
 
 def triton_shared(kernel: triton.JITFunction, signature: dict[str, str], constexprs: dict[str, int]) -> int:
+    """Bytes of shared memory a Triton ``kernel`` compiled for sm_90 needs."""
     return triton.compile(ASTSource(kernel, signature, constexprs=constexprs), target=SM90).metadata.shared
 
 
