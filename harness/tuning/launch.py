@@ -27,7 +27,7 @@ from triton.runtime.errors import OutOfResources
 from harness.device import triton_interpreted
 from harness.error_line import STICKY_ERRORS, error_line
 from harness.notes import add_note, announce_note
-from harness.tuning.choice import NOTE_PREFIX, ConfigChoice, choose_config
+from harness.tuning.choice import NOTE_PREFIX, choose_config
 from harness.tuning.configs import ConfigStore, load_store
 
 MIN_STAGES = 1
@@ -60,7 +60,7 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
         chosen = dict(bound.config_spec.default_config().config)
     else:
         chosen = configs[choice.key]
-    key = choice.key or keys[0]
+    key, chosen_note = choice.key or keys[0], choice.note
     config, refixed = _with_fixed(chosen, fixed, key)
     try:
         result, lowered = _call_within_shared_memory(bound, config, args, key)
@@ -69,9 +69,9 @@ def _configure_and_call(bound: Any, store: ConfigStore, keys: tuple[str, ...], a
             raise
         config, refixed = _with_fixed(bound.config_spec.default_config().config, fixed, keys[0])
         result, lowered = _call_within_shared_memory(bound, config, args, keys[0])
-        choice = ConfigChoice(None, f"{NOTE_PREFIX}Helion's default for {keys[0]}: {key} failed "
-                                    f"({type(exc).__name__}: {error_line(str(exc))})")
-    notes = tuple(note for note in (choice.note, refixed, lowered) if note is not None)
+        chosen_note = (f"{NOTE_PREFIX}Helion's default for {keys[0]}: {key} failed "
+                       f"({type(exc).__name__}: {error_line(str(exc))})")
+    notes = tuple(note for note in (chosen_note, refixed, lowered) if note is not None)
     _configured[bound] = notes
     for note in notes:
         announce_note(note)

@@ -155,8 +155,7 @@ half-masked block.  The same in both buckets."""
 def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
     """Plausible H200 configs for ``kernel_name`` (a key of :data:`EPILOGUES`,
     :data:`SPLIT_K_KERNELS` or :data:`ROW_SUM_KERNELS`) in ``bucket``."""
-    known = kernel_name in EPILOGUES or kernel_name in SPLIT_K_KERNELS or kernel_name in ROW_SUM_KERNELS
-    assert known, f"unknown kernel {kernel_name}"
+    assert kernel_name in EPILOGUES or kernel_name in _KERNELS, f"unknown kernel {kernel_name}"
     if kernel_name in ROW_SUM_KERNELS:
         return list(_ROW_SUM_CANDIDATES[kernel_name])
     size = bucket.split("|")[0]
