@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import (
     FULL_BIAS,
     INTERPRETED,
@@ -111,10 +112,11 @@ _TUNED = {
 
 def split_k_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kind: int,
                    bias: torch.Tensor | None, alpha: float, beta: float, precision: str,
-                   plan: Plan) -> None:
+                   plan: Plan, config: triton.Config | None = None) -> None:
     """Write ``alpha * a @ b + beta * bias`` into ``out`` as ``plan`` (a split-K plan) says.
 
     ``bias`` is None or the bias broadcast to ``out``'s shape, of kind ``bias_kind``.
+    ``config``: run the parts kernel on this config instead of the autotuner's pick (probes).
     """
     if plan.swap:
         a, b, out = b.mT, a.mT, out.mT
@@ -128,11 +130,21 @@ def split_k_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kin
     part = out if plan.split_k == 1 else torch.empty((plan.split_k, m, n), dtype=torch.float32,
                                                      device=out.device)
     grid = (triton.cdiv(m, plan.block_m) * triton.cdiv(n, plan.block_n), plan.split_k)
-    _TUNED[plan.regime][grid](
+    if config is None:
+        kernel, launch = _TUNED[plan.regime][grid], {}
+    else:
+        kernel = _matmul_split_k_kernel[grid]
+        launch = dict(config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
+    kernel(
         a, b, out, part, bias_arg, K=k, stride_am=a.stride(0), stride_ak=a.stride(1),
         stride_bk=b.stride(0), stride_bn=b.stride(1), A_TRANS=a.stride(1) != 1, B_TRANS=b.stride(1) != 1,
-        DOT_PRECISION=precision, BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, **common)
+        DOT_PRECISION=precision, BLOCK_M=plan.block_m, BLOCK_N=plan.block_n, **common, **launch)
     if plan.split_k > 1:
         rows, cols = REDUCE_BLOCK
         _split_k_reduce_kernel[(triton.cdiv(m, rows), triton.cdiv(n, cols))](
             part, out, bias_arg, BLOCK_M=rows, BLOCK_N=cols, **common)
+
+
+def autotuned_pick(regime: Regime) -> triton.Config | None:
+    """The config the autotuner ran for ``regime``'s latest split-K call (None before any; probes)."""
+    return getattr(_TUNED[regime], "best_config", None)

@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from operators.addmm.operator import AddmmOperator  # noqa: E402
-from operators.gemm import strategy, triton_configs, triton_dispatch, triton_impl  # noqa: E402
+from operators.gemm import strategy, triton_configs, triton_dispatch, triton_impl, triton_splitk  # noqa: E402
 from operators.gemm.operator import GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
@@ -164,3 +164,21 @@ def test_split_paths_compute_exact_fp32_dots(case: str):
     finally:
         torch.set_float32_matmul_precision(previous)
     assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
+
+
+def test_a_split_k_call_on_an_explicit_config_matches_the_autotuned_one():
+    # The probe's path (operators/gemm/probes/split_k_configs.py): a transposed first operand,
+    # other part counts than the plan's, the config given rather than picked.
+    (m, n, k), _ = REGIME_CASES["split_k"]
+    a, b = torch.randn(k, m).mT, torch.randn(k, n)
+    want = a.double() @ b.double()
+    chosen = triton_dispatch.plan(m, n, k, "tf32", a.device)
+    config = triton_configs.INTERPRETER_SPLIT_K_CONFIGS[0]
+    for split in (chosen.split_k, chosen.split_k + 1):
+        out = torch.empty(m, n)
+        variant = Plan(Regime.SPLIT_K, Kernel.SPLIT_K, chosen.block_m, chosen.block_n, split)
+        triton_splitk.split_k_matmul(a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32", variant,
+                                     config)
+        assert_close(out, want)
+    triton_impl.fused_matmul(a, b)
+    assert triton_splitk.autotuned_pick(Regime.SPLIT_K) == config

@@ -1,0 +1,107 @@
+"""addmm's dW matmul at its reference shapes: Triton's split-K kernel per config and part count,
+against the autotuner's pick, Helion's split-K and cuBLAS, all timed in one process.
+
+For addmm ``(M, N, K)`` the weight gradient is ``mat1.T @ grad``, a ``(K, M) @ (M, N)`` product
+whose long inner dim is M, its first operand a transposed view (read in place, as the backward
+does).  Each variant's result is checked against float64; the probe rewrites its JSON after
+every variant, so a run stopped early keeps what it finished::
+
+    python -m operators.gemm.probes.split_k_configs --out split_k.json [--shape 20120,512,1536]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections.abc import Callable
+
+import torch
+import triton
+
+from harness.device import prepare_backends
+from harness.measure.timing import make_timer
+from harness.settings import TimerSettings
+from operators.gemm import helion_impl
+from operators.gemm.strategy import Regime
+from operators.gemm.triton_configs import NO_BIAS, SPLIT_K_CONFIGS
+from operators.gemm.triton_dispatch import Kernel, Plan, plan
+from operators.gemm.triton_splitk import autotuned_pick, split_k_matmul
+
+DTYPE = torch.bfloat16
+TIMER = TimerSettings(warmup_ms=5, rep_ms=25)
+PARTS = (3, 4, 5, 6, 8)
+EXTRA_CONFIGS = tuple(
+    triton.Config({"BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
+    for bk, stages, warps in itertools.product((32, 64), (3, 4, 5), (4, 8))
+)
+"""Configs beside the route's own: Helion's stored split-K tiles (128x128x32 or x64, 3-5
+stages, 4 warps) among them."""
+
+
+Run = Callable[[str, Callable[[], torch.Tensor]], None]
+"""Check one variant's call against float64 and time it: ``run(variant, call)``."""
+
+
+def describe(config: triton.Config | None) -> str:
+    if config is None:
+        return "none"
+    return f"BK{config.kwargs['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}"
+
+
+def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
+    """Every variant of ``a @ b`` (``a`` transposed, ``b`` the long-K gradient)."""
+    (rows, inner), cols = a.shape, b.shape[1]
+    out = torch.empty(rows, cols, device=a.device, dtype=a.dtype)
+    chosen = plan(rows, cols, inner, "tf32", a.device)
+    run("cublas", lambda: torch.mm(a, b))
+    run("helion", lambda: helion_impl.fused_matmul(a, b))
+
+    def triton_call(split: int, config: triton.Config | None) -> Callable[[], torch.Tensor]:
+        variant = Plan(Regime.SPLIT_K, Kernel.SPLIT_K, chosen.block_m, chosen.block_n, split)
+
+        def call() -> torch.Tensor:
+            split_k_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", variant, config)
+            return out
+        return call
+
+    if chosen.kernel is Kernel.SPLIT_K:
+        call = triton_call(chosen.split_k, None)
+        call()
+        run(f"triton autotuned ({describe(autotuned_pick(Regime.SPLIT_K))}), {chosen.split_k} parts", call)
+    for split, config in itertools.product(PARTS, SPLIT_K_CONFIGS + EXTRA_CONFIGS):
+        run(f"triton {split} parts {describe(config)}", triton_call(split, config))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shape", action="append", help="addmm M,N,K (default: 20120,512,1536)")
+    args = parser.parse_args()
+    prepare_backends("cuda")
+    timer = make_timer("cuda", TIMER)
+    records: list[dict] = []
+    for shape in [tuple(map(int, s.split(","))) for s in args.shape or ["20120,512,1536"]]:
+        m, n, k = shape
+        a = torch.randn(m, k, device="cuda", dtype=DTYPE).mT
+        b = torch.randn(m, n, device="cuda", dtype=DTYPE)
+        want = a.double() @ b.double()
+
+        def run(variant: str, call: Callable[[], torch.Tensor], shape: tuple = shape,
+                want: torch.Tensor = want) -> None:
+            record: dict = {"shape": list(shape), "variant": variant}
+            try:
+                record["max_abs_err"] = (call().double() - want).abs().max().item()
+                record["us"] = timer.measure(call).p50 * 1e3
+            except Exception as exc:  # a variant's failure is its record's, never the probe's
+                record["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            records.append(record)
+            print(json.dumps(record), flush=True)
+            with open(args.out, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
+
+        probe_shape(a, b, run)
+
+
+if __name__ == "__main__":
+    main()
