@@ -1,4 +1,5 @@
-"""rms_norm's probes import, on public names only, and results/ holds their data, not code."""
+"""Every operator's probes (``operators/<op>/probes/``) import, on public names only, and
+results/ holds their data, not code."""
 
 from __future__ import annotations
 
@@ -10,20 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from operators.rms_norm import probes
-
 ROOT = Path(__file__).resolve().parents[2]
-PROBES = sorted(module.name for module in pkgutil.iter_modules(probes.__path__))
+PACKAGES = sorted(f"operators.{path.parent.parent.name}.probes"
+                  for path in ROOT.glob("operators/*/probes/__init__.py"))
+PROBES = [(package, module.name) for package in PACKAGES
+          for module in pkgutil.iter_modules(importlib.import_module(package).__path__)]
 
 
-@pytest.mark.parametrize("name", [name for name in PROBES if name != "common"])
-def test_probe_imports_with_a_main(name: str) -> None:
-    assert callable(importlib.import_module(f"{probes.__name__}.{name}").main)
+def test_the_gemm_and_rms_norm_probes_are_found() -> None:
+    assert {"operators.gemm.probes", "operators.rms_norm.probes"} <= set(PACKAGES)
 
 
-@pytest.mark.parametrize("name", PROBES)
-def test_probe_uses_public_names_of_the_operators_package_only(name: str) -> None:
-    tree = ast.parse(Path(probes.__path__[0], f"{name}.py").read_text())
+@pytest.mark.parametrize(("package", "name"), [probe for probe in PROBES if probe[1] != "common"])
+def test_probe_imports_with_a_main(package: str, name: str) -> None:
+    assert callable(importlib.import_module(f"{package}.{name}").main)
+
+
+@pytest.mark.parametrize(("package", "name"), PROBES)
+def test_probe_uses_public_names_of_the_operators_package_only(package: str, name: str) -> None:
+    tree = ast.parse(Path(importlib.import_module(package).__path__[0], f"{name}.py").read_text())
     modules = set()  # local names bound to modules of the operators package
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("operators"):
