@@ -245,11 +245,13 @@ def _dot_precision(dtype: torch.dtype) -> str:
 
 
 def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
-                 alpha: float = 1.0, beta: float = 1.0) -> torch.Tensor:
+                 alpha: float = 1.0, beta: float = 1.0, *,
+                 config: triton.Config | None = None) -> torch.Tensor:
     """``alpha * a @ b + beta * bias`` for 2-D ``a`` (M, K), ``b`` (K, N), without autograd,
     by the kernel that :func:`~operators.gemm.triton_dispatch.plan` picks for the shape.
 
     The result's row pitch is padded to 16 bytes (:func:`~operators.gemm.alignment.output_buffer`).
+    ``config``: run the kernel on this config of its list instead of the autotuner's pick (probes).
     """
     assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0], "shapes do not match"
     assert a.dtype == b.dtype, "operand dtypes differ"
@@ -261,7 +263,7 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
     precision = _dot_precision(a.dtype)
     chosen = plan(m, n, k, precision, a.device)
     if chosen.kernel is Kernel.SPLIT_K:
-        split_k_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen)
+        split_k_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen, config)
         return out
     a, a_trans = _as_strided_2d(a)
     b, b_trans = _as_strided_2d(b)
@@ -273,13 +275,24 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
     if chosen.kernel is Kernel.TMA:
         a_desc = _descriptor(aligned_operand(a, a_trans), a_trans)
         b_desc = _descriptor(aligned_operand(b, b_trans), b_trans)
-        _matmul_tma_kernel[grid](a_desc, b_desc, _descriptor(out, False), bias_arg, **common)
+        _run(_matmul_tma_kernel, grid, config, a_desc=a_desc, b_desc=b_desc,
+             c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
-        _matmul_pointer_kernel[grid](a, b, out, bias_arg, stride_am=a.stride(0),
-                                     stride_ak=a.stride(1), stride_bk=b.stride(0),
-                                     stride_bn=b.stride(1), stride_cm=out.stride(0),
-                                     stride_cn=out.stride(1), **common)
+        _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
+             stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
+             stride_bn=b.stride(1), stride_cm=out.stride(0), stride_cn=out.stride(1), **common)
     return out
+
+
+def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **args) -> None:
+    """Launch an autotuned kernel on the autotuner's pick, or on ``config`` (its pre-hook run
+    as the autotuner would)."""
+    if config is None:
+        tuned[grid](**args)
+        return
+    if config.pre_hook is not None:
+        config.pre_hook({**args, **config.kwargs})
+    tuned.fn[grid](**args, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,3 +312,9 @@ def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: flo
           beta: float = 1.0) -> torch.Tensor:
     """``beta * bias + alpha * mat1 @ mat2`` with ``bias`` of shape (N,) or (M, N)."""
     return torch.ops.opbench.addmm(bias, mat1, mat2, float(alpha), float(beta))
+
+
+def autotuned_tiled_pick(kernel: Kernel) -> triton.Config | None:
+    """The config the autotuner ran for the latest call of tiled ``kernel`` (None before any; probes)."""
+    tuned = _matmul_tma_kernel if kernel is Kernel.TMA else _matmul_pointer_kernel
+    return getattr(tuned, "best_config", None)

@@ -17,6 +17,7 @@ prepare_backends("cpu")
 import helion  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 from harness.tuning import configs as helion_configs  # noqa: E402
 from harness.tuning import launch  # noqa: E402
@@ -211,18 +212,24 @@ def test_triton_reads_transposed_operands_in_place(transposed: str):
 
 @pytest.mark.parametrize(("persistent", "subtile"), [(False, False), (True, False), (False, True)])
 def test_triton_tma_kernel_schedules_match_float64(persistent: bool, subtile: bool):
+    # Each schedule run as a given config (the probes' path), not the autotuner's pick.
     a, b, bias = torch.randn(64, 80), torch.randn(48, 80).T, torch.randn(48)
-    out = torch.empty(64, 48)
-    args = dict(
-        a_desc=triton_impl._descriptor(a, False), b_desc=triton_impl._descriptor(b, True),
-        c_desc=triton_impl._descriptor(out, False), bias_ptr=bias, M=64, N=48, K=80,
-        stride_bias_m=0, stride_bias_n=1, alpha=2.0, beta=0.5, A_TRANS=False, B_TRANS=True,
-        BIAS_KIND=triton_configs.ROW_BIAS, DOT_PRECISION="tf32", BLOCK_M=32, BLOCK_N=32,
-        BLOCK_K=16, GROUP_M=2, PERSISTENT=persistent, EPILOGUE_SUBTILE=subtile,
-    )
-    triton_configs.set_block_shapes(args)
-    triton_impl._matmul_tma_kernel.fn[triton_impl._grid(a.device)](**args)
+    meta = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, PERSISTENT=persistent,
+                EPILOGUE_SUBTILE=subtile)
+    config = triton.Config(meta, num_warps=4, num_stages=2, pre_hook=triton_configs.set_block_shapes)
+    with tf32_allowed():
+        assert triton_dispatch.plan(64, 48, 80, "tf32", a.device).kernel is triton_dispatch.Kernel.TMA
+        out = triton_impl.fused_matmul(a, b, bias, alpha=2.0, beta=0.5, config=config)
     assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
+
+
+def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pick():
+    a, b = torch.randn(20, 24), torch.randn(24, 36)  # 20 rows: under a TMA tile
+    assert triton_dispatch.plan(20, 36, 24, "tf32", a.device).kernel is triton_dispatch.Kernel.POINTER
+    config = triton_configs.INTERPRETER_POINTER_CONFIGS[0]
+    assert_close(triton_impl.fused_matmul(a, b, config=config), a.double() @ b.double())
+    triton_impl.fused_matmul(a, b)
+    assert triton_impl.autotuned_tiled_pick(triton_dispatch.Kernel.POINTER) == config
 
 
 def test_triton_custom_ops_pass_opcheck():
