@@ -13,23 +13,18 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from collections.abc import Callable
 
 import torch
 import triton
 
-from harness.device import prepare_backends
-from harness.measure.timing import make_timer
-from harness.settings import TimerSettings
 from operators.gemm import helion_impl
+from operators.gemm.probes.common import DTYPE, Run, VariantLog
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import NO_BIAS, SPLIT_K_CONFIGS
 from operators.gemm.triton_dispatch import Kernel, Plan, plan
 from operators.gemm.triton_splitk import autotuned_pick, split_k_matmul
 
-DTYPE = torch.bfloat16
-TIMER = TimerSettings(warmup_ms=5, rep_ms=25)
 PARTS = (3, 4, 5, 6, 8)
 EXTRA_CONFIGS = tuple(
     triton.Config({"BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
@@ -37,10 +32,6 @@ EXTRA_CONFIGS = tuple(
 )
 """Configs beside the route's own: Helion's stored split-K tiles (128x128x32 or x64, 3-5
 stages, 4 warps) among them."""
-
-
-Run = Callable[[str, Callable[[], torch.Tensor]], None]
-"""Check one variant's call against float64 and time it: ``run(variant, call)``."""
 
 
 def describe(config: triton.Config | None) -> str:
@@ -78,29 +69,12 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--shape", action="append", help="addmm M,N,K (default: 20120,512,1536)")
     args = parser.parse_args()
-    prepare_backends("cuda")
-    timer = make_timer("cuda", TIMER)
-    records: list[dict] = []
-    for shape in [tuple(map(int, s.split(","))) for s in args.shape or ["20120,512,1536"]]:
-        m, n, k = shape
+    log = VariantLog(args.out)
+    for text in args.shape or ["20120,512,1536"]:
+        m, n, k = map(int, text.split(","))
         a = torch.randn(m, k, device="cuda", dtype=DTYPE).mT
         b = torch.randn(m, n, device="cuda", dtype=DTYPE)
-        want = a.double() @ b.double()
-
-        def run(variant: str, call: Callable[[], torch.Tensor], shape: tuple = shape,
-                want: torch.Tensor = want) -> None:
-            record: dict = {"shape": list(shape), "variant": variant}
-            try:
-                record["max_abs_err"] = (call().double() - want).abs().max().item()
-                record["us"] = timer.measure(call).p50 * 1e3
-            except Exception as exc:  # a variant's failure is its record's, never the probe's
-                record["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            records.append(record)
-            print(json.dumps(record), flush=True)
-            with open(args.out, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
-
-        probe_shape(a, b, run)
+        probe_shape(a, b, log.runner(text, a.double() @ b.double(), 2.0 * m * n * k))
 
 
 if __name__ == "__main__":

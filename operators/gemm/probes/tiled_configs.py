@@ -13,21 +13,15 @@ rewritten after every variant::
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Callable
 
 import torch
 import triton
 
-from harness.device import prepare_backends
-from harness.measure.timing import make_timer
-from harness.settings import TimerSettings
 from operators.gemm import helion_impl, triton_impl
+from operators.gemm.probes.common import DTYPE, Run, VariantLog
 from operators.gemm.triton_configs import POINTER_CONFIGS, TMA_CONFIGS
 from operators.gemm.triton_dispatch import Kernel, plan
 
-DTYPE = torch.bfloat16
-TIMER = TimerSettings(warmup_ms=5, rep_ms=25)
 SHAPES = ("20120,512,1536", "20120,1536,512,t", "128,4096,4096", "3000,5000,7000", "1024,1024,1024",
           "1000,1000,1000")
 """The reference shape's forward and dX (``,t``: B transposed), then the sweep's shapes under 0.95x."""
@@ -40,9 +34,6 @@ def describe(config: triton.Config | None) -> str:
     extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE") if kw.get(name))
     return (f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}"
             f"{extra}")
-
-
-Run = Callable[[str, Callable[[], torch.Tensor]], None]
 
 
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
@@ -67,31 +58,13 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--shape", action="append", help=f"M,N,K[,t] (default: {' '.join(SHAPES)})")
     args = parser.parse_args()
-    prepare_backends("cuda")
-    timer = make_timer("cuda", TIMER)
-    records: list[dict] = []
+    log = VariantLog(args.out)
     for text in args.shape or SHAPES:
         m, n, k = map(int, text.split(",")[:3])
         a = torch.randn(m, k, device="cuda", dtype=DTYPE)
         b = torch.randn(n, k, device="cuda", dtype=DTYPE).mT if text.endswith(",t") else \
             torch.randn(k, n, device="cuda", dtype=DTYPE)
-        want = a.double() @ b.double()
-
-        def run(variant: str, call: Callable[[], torch.Tensor], text: str = text,
-                want: torch.Tensor = want, flop: float = 2.0 * m * n * k) -> None:
-            record: dict = {"shape": text, "variant": variant}
-            try:
-                record["max_abs_err"] = (call().double() - want).abs().max().item()
-                record["us"] = timer.measure(call).p50 * 1e3
-                record["tflops"] = flop / record["us"] / 1e6
-            except Exception as exc:  # a variant's failure is its record's, never the probe's
-                record["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            records.append(record)
-            print(json.dumps(record), flush=True)
-            with open(args.out, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "records": records}, f, indent=1)
-
-        probe_shape(a, b, run)
+        probe_shape(a, b, log.runner(text, a.double() @ b.double(), 2.0 * m * n * k))
 
 
 if __name__ == "__main__":
