@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import torch
+
 from harness.cli.args import UsageError
 from harness.cli.tritonbench_runner import TritonbenchUsageError, run_tritonbench
 from harness.device import prepare_backends
@@ -37,6 +39,9 @@ def tritonbench_main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     args = argv[1:] if argv[:1] == ["--"] else argv
+    if _device(args) == "cuda" and not torch.cuda.is_available():
+        raise UsageError("tritonbench runs on cuda unless told otherwise and this machine has no CUDA GPU: "
+                         "add --device cpu")
     # Before tritonbench imports Triton: on the CPU this turns Triton's interpreter on.
     prepare_backends(_device(args))
     try:

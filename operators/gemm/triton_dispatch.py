@@ -53,14 +53,16 @@ class Kernel(enum.Enum):
 @dataclass(frozen=True)
 class Route:
     """How Triton runs a regime: its ``kernel`` and, for the split-K kernel, the output tile
-    (BLOCK_M is the skinny side rounded up to a power of two within ``block_m``) and the configs
-    the autotuner times (the smallest BLOCK_K also bounds the parts: see :func:`split_count`)."""
+    (BLOCK_M is the skinny side rounded up to a power of two within ``block_m``), the configs
+    the autotuner times and ``part_step``, the K unit of a part (a part is at least
+    ``MIN_PART_STEPS`` of them: see :func:`split_count`)."""
 
     kernel: Kernel
     reason: str
     block_m: tuple[int, int] = (0, 0)
     block_n: int = 0
     configs: tuple[triton.Config, ...] = ()
+    part_step: int = 0
 
 
 ROUTES: dict[Regime, Route] = {
@@ -69,11 +71,11 @@ ROUTES: dict[Regime, Route] = {
         reason="persistent TMA kernel (0.98-1.13x cuBLAS at M, N, K >= 4096); pointer loads for exact "
                "fp32 (FMA dots), a dim below a tile or a GPU before Hopper (uses_tma)"),
     Regime.SPLIT_K: Route(
-        Kernel.SPLIT_K, block_m=(128, 128), block_n=128, configs=SPLIT_K_CONFIGS,
+        Kernel.SPLIT_K, block_m=(128, 128), block_n=128, configs=SPLIT_K_CONFIGS, part_step=64,
         reason="128x128 tiles, K cut until the programs fill 90% of their waves: addmm's dW "
                "1536x512, K=20120: 48 tiles x 5 parts = 240 programs on 132 SMs"),
     Regime.SKINNY: Route(
-        Kernel.SPLIT_K, block_m=(16, 64), block_n=32, configs=SKINNY_CONFIGS,
+        Kernel.SPLIT_K, block_m=(16, 64), block_n=32, configs=SKINNY_CONFIGS, part_step=64,
         reason="BLOCK_M covers M (16-64) so B is read once; 32 columns a program (128 programs at "
                "N=4096), K split only when they leave SMs idle; N the small side: out.T = b.T @ a.T"),
 }
@@ -81,11 +83,13 @@ ROUTES: dict[Regime, Route] = {
 
 
 def _interpreted(route: Route) -> Route:
-    """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config."""
+    """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config,
+    parts in steps of its BLOCK_K."""
     if route.kernel is not Kernel.SPLIT_K:
         return route
     return dataclasses.replace(route, block_m=tuple(max(16, b // 4) for b in route.block_m),
-                               block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS)
+                               block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS,
+                               part_step=INTERPRETER_SPLIT_K_CONFIGS[0].kwargs["BLOCK_K"])
 
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
@@ -130,8 +134,7 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     low, high = route.block_m
     block_m = min(max(triton.next_power_of_2(rows), low), high)
     tiles = output_tiles(rows, cols, block_m, route.block_n)
-    min_part_k = MIN_PART_STEPS * min(config.kwargs["BLOCK_K"] for config in route.configs)
-    split = split_count(tiles, k, sms, min_part_k)
+    split = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
     if settled_regime(name, split) is not name:
         return Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     return Plan(name, Kernel.SPLIT_K, block_m, route.block_n, split, swap)

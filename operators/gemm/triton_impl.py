@@ -49,6 +49,7 @@ from operators.gemm.triton_configs import (
     INTERPRETER_POINTER_CONFIGS,
     INTERPRETER_TMA_CONFIGS,
     POINTER_CONFIGS,
+    SPLIT_K_CONFIGS,
     TMA_CONFIGS,
     TUNING_KEY,
     prune_pointer,
@@ -244,6 +245,11 @@ def _dot_precision(dtype: torch.dtype) -> str:
     return "tf32"
 
 
+_CONFIG_KEYS = {kernel: set(configs[0].kwargs) for kernel, configs in (
+    (Kernel.TMA, TMA_CONFIGS), (Kernel.POINTER, POINTER_CONFIGS), (Kernel.SPLIT_K, SPLIT_K_CONFIGS))}
+"""The meta-parameters a given config must set, per kernel."""
+
+
 def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
                  alpha: float = 1.0, beta: float = 1.0, *,
                  config: triton.Config | None = None) -> torch.Tensor:
@@ -262,6 +268,9 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
     kind, bias_view = bias_kind(bias, m, n)
     precision = _dot_precision(a.dtype)
     chosen = plan(m, n, k, precision, a.device)
+    if config is not None and set(config.kwargs) != _CONFIG_KEYS[chosen.kernel]:
+        raise ValueError(f"config {config.kwargs} is not a {chosen.kernel.value} kernel's, which this "
+                         f"shape runs: its keys are {sorted(_CONFIG_KEYS[chosen.kernel])}")
     if chosen.kernel is Kernel.SPLIT_K:
         split_k_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen, config)
         return out

@@ -146,6 +146,15 @@ def test_without_tritonbench_run_py_tritonbench_exits_2_with_one_line() -> None:
     assert result.stdout == ""
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a CUDA GPU")
+def test_without_a_gpu_tritonbench_on_its_default_device_is_refused_naming_device_cpu() -> None:
+    result = _run_py_without_tritonbench("tritonbench", "--", "--op", "rms_norm")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "run.py: error: tritonbench runs on cuda unless told otherwise and this machine has no CUDA "
+        "GPU: add --device cpu"], result.stderr
+
+
 def test_help_of_run_py_tritonbench_names_the_plugin_entry_point() -> None:
     result = _run_py_without_tritonbench("tritonbench", "--help")
     assert result.returncode == 0

@@ -230,6 +230,8 @@ def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pic
     assert_close(triton_impl.fused_matmul(a, b, config=config), a.double() @ b.double())
     triton_impl.fused_matmul(a, b)
     assert triton_impl.autotuned_tiled_pick(triton_dispatch.Kernel.POINTER) == config
+    with pytest.raises(ValueError, match="not a pointer kernel's"):
+        triton_impl.fused_matmul(a, b, config=triton_configs.INTERPRETER_TMA_CONFIGS[0])
 
 
 def test_triton_custom_ops_pass_opcheck():

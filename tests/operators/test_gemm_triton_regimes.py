@@ -52,6 +52,13 @@ def test_reference_addmm_backward_splits_only_the_long_k_weight_gradient(m: int)
     assert h200_plan(k, n, m) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, 128, 128, split_k=5)  # mat1.T @ grad
 
 
+@pytest.mark.parametrize(("shape", "parts"), [((1024, 128, 2048), 8), ((128, 128, 3072), 12)])
+def test_parts_are_at_least_four_steps_of_64_whatever_block_k_the_configs_list(shape, parts: int):
+    # 8 tiles and 1 tile on 132 SMs would take 16 parts; 2048 / 256 and 3072 / 256 bound them.
+    assert h200_plan(*shape) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, 128, 128, split_k=parts)
+    assert min(c.kwargs["BLOCK_K"] for c in triton_configs.SPLIT_K_CONFIGS) < 64
+
+
 @pytest.mark.parametrize("shape", [(2048, 1024, 8192), (1408, 1408, 4096)])
 def test_few_tiles_that_fill_their_waves_unsplit_stay_on_the_tiled_kernel(shape: tuple[int, int, int]):
     # 128 and 121 tiles of 128x128 on 132 SMs: over 90% of a wave without cutting K.

@@ -26,12 +26,6 @@ from operators.gemm.triton_dispatch import Kernel, Plan, plan
 from operators.gemm.triton_splitk import autotuned_pick, split_k_matmul
 
 PARTS = (3, 4, 5, 6, 8)
-EXTRA_CONFIGS = tuple(
-    triton.Config({"BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
-    for bk, stages, warps in itertools.product((32, 64), (3, 4, 5), (4, 8))
-)
-"""Configs beside the route's own: Helion's stored split-K tiles (128x128x32 or x64, 3-5
-stages, 4 warps) among them."""
 
 
 def describe(config: triton.Config | None) -> str:
@@ -40,26 +34,38 @@ def describe(config: triton.Config | None) -> str:
     return f"BK{config.kwargs['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}"
 
 
+EXTRA_CONFIGS = tuple(
+    config for config in (
+        triton.Config({"BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
+        for bk, stages, warps in itertools.product((32, 64), (3, 4, 5), (4, 8)))
+    if describe(config) not in {describe(listed) for listed in SPLIT_K_CONFIGS}
+)
+"""Configs beside the route's own: Helion's stored split-K tiles (128x128x32 or x64, 3-5
+stages, 4 warps) among them."""
+
+
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     """Every variant of ``a @ b`` (``a`` transposed, ``b`` the long-K gradient)."""
     (rows, inner), cols = a.shape, b.shape[1]
-    out = torch.empty(rows, cols, device=a.device, dtype=a.dtype)
     chosen = plan(rows, cols, inner, "tf32", a.device)
+    if chosen.kernel is not Kernel.SPLIT_K:
+        raise SystemExit(f"the dW matmul {rows}x{cols}, K {inner}, is not split: its plan is {chosen}")
     run("cublas", lambda: torch.mm(a, b))
     run("helion", lambda: helion_impl.fused_matmul(a, b))
 
     def triton_call(split: int, config: triton.Config | None) -> Callable[[], torch.Tensor]:
+        """A variant's call, into an output of its own that starts as NaN."""
         variant = Plan(Regime.SPLIT_K, Kernel.SPLIT_K, chosen.block_m, chosen.block_n, split)
+        out = torch.full((rows, cols), float("nan"), device=a.device, dtype=a.dtype)
 
         def call() -> torch.Tensor:
             split_k_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", variant, config)
             return out
         return call
 
-    if chosen.kernel is Kernel.SPLIT_K:
-        call = triton_call(chosen.split_k, None)
-        call()
-        run(f"triton autotuned ({describe(autotuned_pick(Regime.SPLIT_K))}), {chosen.split_k} parts", call)
+    triton_call(chosen.split_k, None)()  # the autotuner picks; this output is not checked
+    pick = describe(autotuned_pick(Regime.SPLIT_K))
+    run(f"triton autotuned ({pick}), {chosen.split_k} parts", triton_call(chosen.split_k, None))
     for split, config in itertools.product(PARTS, SPLIT_K_CONFIGS + EXTRA_CONFIGS):
         run(f"triton {split} parts {describe(config)}", triton_call(split, config))
 

@@ -1,13 +1,13 @@
-"""The tiled kernel at the shapes where it trails cuBLAS: every config of its list, timed
-flushed, against the autotuner's pick, Helion and cuBLAS, all in one process.
+"""The forward matmul at the shapes where it trails cuBLAS: every config of the kernel its plan
+picks (tiled TMA or pointer, or split-K at the plan's part count), timed flushed, against the
+autotuner's pick, Helion and cuBLAS, all in one process.
 
 Question: does the autotuner pick a config that our flushed timer finds slow (its own timing
 runs unflushed, once per process), or does no config of the list reach cuBLAS?  Shapes are
-matmul ``(M, N, K)``; ``--transposed-b`` reads B through a transposed view, as addmm's dX
-(``grad @ mat2.T``) does.  Each variant's result is checked against float64; the JSON is
-rewritten after every variant::
+matmul ``(M, N, K)``; a ``,t`` suffix reads B through a transposed view, as addmm's dX
+(``grad @ mat2.T``) does.  Each variant is checked against float64 (:class:`VariantLog`)::
 
-    python -m operators.gemm.probes.tiled_configs --out tiled.json [--shape 20120,512,1536]
+    python -m operators.gemm.probes.matmul_configs --out matmul.json [--shape 20120,512,1536]
 """
 
 from __future__ import annotations
@@ -19,21 +19,26 @@ import triton
 
 from operators.gemm import helion_impl, triton_impl
 from operators.gemm.probes.common import DTYPE, Run, VariantLog
-from operators.gemm.triton_configs import POINTER_CONFIGS, TMA_CONFIGS
+from operators.gemm.strategy import Regime
+from operators.gemm.triton_configs import POINTER_CONFIGS, SKINNY_CONFIGS, SPLIT_K_CONFIGS, TMA_CONFIGS
 from operators.gemm.triton_dispatch import Kernel, plan
+from operators.gemm.triton_splitk import autotuned_pick
 
 SHAPES = ("20120,512,1536", "20120,1536,512,t", "128,4096,4096", "3000,5000,7000", "1024,1024,1024",
-          "1000,1000,1000")
-"""The reference shape's forward and dX (``,t``: B transposed), then the sweep's shapes under 0.95x."""
+          "1000,1000,1000", "256,256,256")
+"""The reference shape's forward and dX (``,t``: B transposed), then the sweep's forward shapes
+under 0.95x (128x4096x4096 runs split-K, the others tiled)."""
+CONFIGS = {Kernel.TMA: TMA_CONFIGS, Kernel.POINTER: POINTER_CONFIGS}
+"""The tiled kernels' lists; a split-K plan's list is its regime's (split-K or skinny)."""
 
 
 def describe(config: triton.Config | None) -> str:
     if config is None:
         return "none"
     kw = config.kwargs
+    tile = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x" if "BLOCK_M" in kw else "BK"
     extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE") if kw.get(name))
-    return (f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}"
-            f"{extra}")
+    return f"{tile}{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}{extra}"
 
 
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
@@ -42,14 +47,17 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     chosen = plan(m, n, k, "tf32", a.device)
     run("cublas", lambda: torch.mm(a, b))
     run("helion", lambda: helion_impl.fused_matmul(a, b))
+    triton_impl.fused_matmul(a, b)  # the autotuner picks
     if chosen.kernel is Kernel.SPLIT_K:
-        run("triton autotuned (split_k)", lambda: triton_impl.fused_matmul(a, b))
-        return
-    triton_impl.fused_matmul(a, b)
-    pick = describe(triton_impl.autotuned_tiled_pick(chosen.kernel))
-    run(f"triton autotuned ({chosen.kernel.value} {pick})", lambda: triton_impl.fused_matmul(a, b))
-    for config in TMA_CONFIGS if chosen.kernel is Kernel.TMA else POINTER_CONFIGS:
-        run(f"triton {chosen.kernel.value} {describe(config)}",
+        pick = describe(autotuned_pick(chosen.regime))
+        configs = SKINNY_CONFIGS if chosen.regime is Regime.SKINNY else SPLIT_K_CONFIGS
+    else:
+        pick = describe(triton_impl.autotuned_tiled_pick(chosen.kernel))
+        configs = CONFIGS[chosen.kernel]
+    label = f"{chosen.kernel.value}, {chosen.split_k} parts" if chosen.split_k > 1 else chosen.kernel.value
+    run(f"triton autotuned ({label} {pick})", lambda: triton_impl.fused_matmul(a, b))
+    for config in configs:
+        run(f"triton {label} {describe(config)}",
             lambda config=config: triton_impl.fused_matmul(a, b, config=config))
 
 
