@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness.error_line import error_line
 from harness.measure.ceilings import DeviceCeilings
@@ -61,7 +61,9 @@ def remaining_work(sweeps: list[Sweep], index: int, lost: ContextLost) -> list[S
     return work
 
 
-def _spec(sweeps: list[Sweep], work: list[ShapeWork]) -> dict[str, Any]:
+def worker_spec(sweeps: list[Sweep], work: list[ShapeWork]) -> dict[str, Any]:
+    """What a worker (``python -m harness.sweep.continuation SPEC EVENTS``) reads: the run's
+    settings and ceilings, its sweeps, and ``work``."""
     first = sweeps[0]
     return {
         "settings": first.settings.to_json(), "ceilings": dataclasses.asdict(first.ceilings),
@@ -120,15 +122,10 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
     started = None
     with tempfile.TemporaryDirectory(prefix="opbench-continue-") as tmp:
         spec_path, events_path = Path(tmp) / "spec.json", Path(tmp) / "events.jsonl"
-        spec_path.write_text(json.dumps(_spec(sweeps, work)))
+        spec_path.write_text(json.dumps(worker_spec(sweeps, work)))
         events_path.touch()
-        path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
         with open(Path(tmp) / "stderr.txt", "w+") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.sweep.continuation", str(spec_path), str(events_path)],
-                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-                env={**os.environ, "PYTHONPATH": path},
-            )
+            proc = start_worker(spec_path, events_path, err)
             try:
                 with open(events_path) as events:
                     while True:
@@ -153,17 +150,27 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
                             break
                         supervision.poll()
                         if supervision.stop():
-                            _kill(proc)
+                            kill_worker(proc)
                             break
                         time.sleep(0.2)
             except BaseException:
-                _kill(proc)
+                kill_worker(proc)
                 raise
             err.seek(0)
             return finished, started, err.read(), medians
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def start_worker(spec_path: Path, events_path: Path, stderr: IO[str] | int) -> subprocess.Popen:
+    """A worker process over the spec in ``spec_path``, in a session of its own."""
+    path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.sweep.continuation", str(spec_path), str(events_path)],
+        stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+
+
+def kill_worker(proc: subprocess.Popen) -> None:
     """End a worker and every process it started."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)

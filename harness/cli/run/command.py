@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work
+from harness.sweep.precompile import precompile
 from harness.sweep.ranks import Rank
 from harness.sweep.runner import run_sweep
 from harness.sweep.shards import ShardError, deal, parse_shard, restrict
@@ -185,6 +188,23 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
     return "finished"
 
 
+def _precompile(sweeps: list[Sweep], workers: int) -> str:
+    """Fill the compilers' caches before timing (:mod:`harness.sweep.precompile`), saying so on stderr;
+    how it ended (``finished``, or ``interrupted``/``terminated``, as :func:`_execute`)."""
+    print(f"precompile: calling every cell once in {workers} processes", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    try:
+        with sigterm_raises():
+            failed = precompile(sweeps, workers)
+    except KeyboardInterrupt:
+        return "interrupted"
+    except Terminated:
+        return "terminated"
+    note = f"; {failed} of them failed (the run compiles what they did not)" if failed else ""
+    print(f"precompile: done in {time.monotonic() - started:.0f} s{note}", file=sys.stderr, flush=True)
+    return "finished"
+
+
 def run_command(argv: list[str]) -> int:
     """Run the benchmarks ``argv`` asks for; returns the exit status."""
     args = _parse(argv)
@@ -202,6 +222,9 @@ def run_command(argv: list[str]) -> int:
     if rank is not None:
         if args.shard:
             raise UsageError("--shard cannot run under torchrun: its ranks share the run among themselves")
+        if args.precompile:
+            raise UsageError("--precompile cannot run under torchrun: fill the caches first with "
+                             "python run.py ... --precompile N --metrics accuracy")
         return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
     if args.shard:
         try:
@@ -229,7 +252,9 @@ def run_command(argv: list[str]) -> int:
         if outputs.json_path is not None:
             write_json(outputs.json_path, header, records)
 
-    ending = _execute(sweeps, sink)
+    ending = _precompile(sweeps, args.precompile) if args.precompile else "finished"
+    if ending == "finished":
+        ending = _execute(sweeps, sink)
     orders = {sweep.op.name: sweep.backends for sweep in sweeps}
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, orders, outputs)
     print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
