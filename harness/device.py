@@ -1,4 +1,4 @@
-"""Choose the device and prepare Triton and Helion to run on it.
+"""Choose the device and prepare Triton, Helion and Inductor to run on it.
 
 On a machine without a GPU, Triton kernels run through Triton's interpreter and Helion
 kernels run their generated Triton code through the same interpreter.  Both read their
@@ -48,6 +48,19 @@ def prepare_backends(device: str) -> None:
         _route_libdevice_to_tl()
     elif os.environ.get("OPBENCH_ALLOW_AUTOTUNE") != "1":
         os.environ["HELION_DISALLOW_AUTOTUNING"] = "1"
+
+
+def keep_no_compiler_choices() -> None:
+    """Let Inductor keep on disk the kernels it compiles but not what it chooses: no compiled
+    graphs (the FX graph and AOT autograd caches, whose code holds max-autotune's picks) and no
+    autotuning timings.  A ``--parallel-compile`` worker's setting: its choices were made while other
+    workers shared the GPU, so the timed run makes them again."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    inductor_config.fx_graph_cache = False
+    inductor_config.autotune_local_cache = False
+    functorch_config.enable_autograd_cache = False
 
 
 def _route_libdevice_to_tl() -> None:

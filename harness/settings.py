@@ -62,6 +62,9 @@ class RunSettings:
     options: dict[str, Any] = field(default_factory=dict)
     profile_dir: str | None = None
     """Where each cell's profiler trace goes (``--profile DIR``), or None."""
+    precompiling: bool = False
+    """A ``--parallel-compile`` worker's run: the compilers keep on disk what they compile, never what
+    they choose (:func:`harness.device.keep_no_compiler_choices`)."""
 
     def to_json(self) -> dict[str, Any]:
         """The settings as plain JSON values."""

@@ -61,9 +61,7 @@ def remaining_work(sweeps: list[Sweep], index: int, lost: ContextLost) -> list[S
     return work
 
 
-def worker_spec(sweeps: list[Sweep], work: list[ShapeWork]) -> dict[str, Any]:
-    """What a worker (``python -m harness.sweep.continuation SPEC EVENTS``) reads: the run's
-    settings and ceilings, its sweeps, and ``work``."""
+def _spec(sweeps: list[Sweep], work: list[ShapeWork]) -> dict[str, Any]:
     first = sweeps[0]
     return {
         "settings": first.settings.to_json(), "ceilings": dataclasses.asdict(first.ceilings),
@@ -122,10 +120,10 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
     started = None
     with tempfile.TemporaryDirectory(prefix="opbench-continue-") as tmp:
         spec_path, events_path = Path(tmp) / "spec.json", Path(tmp) / "events.jsonl"
-        spec_path.write_text(json.dumps(worker_spec(sweeps, work)))
+        spec_path.write_text(json.dumps(_spec(sweeps, work)))
         events_path.touch()
         with open(Path(tmp) / "stderr.txt", "w+") as err:
-            proc = start_worker(spec_path, events_path, err)
+            proc = _start(spec_path, events_path, err)
             try:
                 with open(events_path) as events:
                     while True:
@@ -150,17 +148,17 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
                             break
                         supervision.poll()
                         if supervision.stop():
-                            kill_worker(proc)
+                            _kill(proc)
                             break
                         time.sleep(0.2)
             except BaseException:
-                kill_worker(proc)
+                _kill(proc)
                 raise
             err.seek(0)
             return finished, started, err.read(), medians
 
 
-def start_worker(spec_path: Path, events_path: Path, stderr: IO[str] | int) -> subprocess.Popen:
+def _start(spec_path: Path, events_path: Path, stderr: IO[str]) -> subprocess.Popen:
     """A worker process over the spec in ``spec_path``, in a session of its own."""
     path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
     return subprocess.Popen(
@@ -170,7 +168,7 @@ def start_worker(spec_path: Path, events_path: Path, stderr: IO[str] | int) -> s
     )
 
 
-def kill_worker(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen) -> None:
     """End a worker and every process it started."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -179,10 +177,12 @@ def kill_worker(proc: subprocess.Popen) -> None:
 
 def _worker(spec: dict[str, Any], events_path: Path) -> int:
     settings = RunSettings.from_json(spec["settings"])
-    from harness.device import prepare_backends
+    from harness.device import keep_no_compiler_choices, prepare_backends
     from harness.sweep.ranks import select_gpu
 
     prepare_backends(settings.device)
+    if settings.precompiling:
+        keep_no_compiler_choices()
     select_gpu(settings.device)
     from harness.plugins import load_plugins
     from harness.registry import load_operator

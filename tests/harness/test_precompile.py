@@ -1,18 +1,25 @@
-"""``run.py --precompile N``: every cell called once, accuracy only, in N processes before the timed run
-(so the compilers' on-disk caches are full), leaving the run's own records and choices as they
-were; refused where it cannot work, in one line."""
+"""``run.py --parallel-compile N``: every cell called once, accuracy only, in N worker processes
+before the timed run (so the compilers' on-disk caches are full), leaving the run's own records
+as they were; a worker's crash or hang costs the precompile, never the run; refused in one line
+where it cannot work."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from harness.report.results import read_json
-from tests.helpers import run_cli
+from tests.helpers import ROOT, run_cli
 
 COUNTING_PLUGIN = "examples/plugins/counting_exp.py"
+FAULTY_PLUGIN = "examples/plugins/faulty_exp_backends.py"
 SHAPES = ("--shape", "1000", "--shape", "2000", "--shape", "3001")
 
 
@@ -26,30 +33,88 @@ def _counted_run(tmp_path: Path, name: str, *args: str) -> tuple[int, list, str]
     return len(count.read_text()), read_json(out)[1], result.stderr
 
 
-def test_precompile_calls_every_cell_once_more_in_workers_and_keeps_the_runs_records(tmp_path: Path) -> None:
-    plain_calls, plain, _ = _counted_run(tmp_path, "plain", "--metrics", "accuracy")
-    warm_calls, warm, stderr = _counted_run(tmp_path, "warm", "--metrics", "accuracy", "--precompile", "2")
+def _cells(records: list) -> list[tuple]:
+    return [(r.mode, r.x_val, r.backend, r.metric, r.status, r.value) for r in records]
+
+
+def test_workers_call_every_cell_once_more_and_the_runs_records_stay_its_own(tmp_path: Path) -> None:
+    plain_calls, plain, plain_err = _counted_run(tmp_path, "plain", "--metrics", "accuracy")
+    calls, records, stderr = _counted_run(tmp_path, "pre", "--metrics", "accuracy", "--parallel-compile", "2")
     # 2 modes x 3 shapes, 2 checks a cell: the workers' calls, then the run's own.
-    assert plain_calls == 12 and warm_calls == 24
-    assert [(r.mode, r.x_val, r.backend, r.metric, r.status, r.value) for r in warm] == \
-        [(r.mode, r.x_val, r.backend, r.metric, r.status, r.value) for r in plain]
+    assert plain_calls == 12 and calls == 24
+    assert _cells(records) == _cells(plain)
     lines = stderr.splitlines()
-    assert "precompile: calling every cell once in 2 processes" in lines
-    assert any(line.startswith("precompile: done in ") and "failed" not in line for line in lines), stderr
+    assert "precompile: calling each of 12 cells once, 2 at a time" in lines
+    assert any(line.startswith("precompile: 12 of 12 cells called in ") for line in lines), stderr
+    assert "precompile" not in plain_err
 
 
-def test_precompile_before_a_timed_run_times_every_cell_as_without_it(tmp_path: Path) -> None:
-    _, records, _ = _counted_run(tmp_path, "timed", "--metrics", "accuracy,latency", "--precompile", "4",
-                                 "--warmup", "1", "--rep", "2")
+def test_a_shard_precompiles_only_its_own_cells(tmp_path: Path) -> None:
+    calls, records, _ = _counted_run(tmp_path, "shard", "--metrics", "accuracy", "--parallel-compile", "3",
+                                     "--shard", "1/2")
+    run_calls = 2 * len({(r.mode, r.x_val) for r in records if r.backend == "counted"})
+    assert 0 < run_calls < 12 and calls == 2 * run_calls
+
+
+def test_a_timed_run_after_it_times_every_cell(tmp_path: Path) -> None:
+    _, records, _ = _counted_run(tmp_path, "timed", "--metrics", "accuracy,latency", "--parallel-compile",
+                                 "4", "--warmup", "1", "--rep", "2")
     latency = [r for r in records if r.metric == "latency"]
     assert len(latency) == 12 and all(r.status == "ok" and r.value > 0 for r in latency)
 
 
+def test_a_crash_or_a_hang_costs_the_precompile_and_the_run_times_every_cell(tmp_path: Path) -> None:
+    out = tmp_path / "faulty.json"
+    result = run_cli("--plugin", FAULTY_PLUGIN, "--op", "exp", "--shape", "1000", "--only",
+                     "eager,kills_itself,hangs", "--metrics", "accuracy", "--isolate", "--timeout", "5",
+                     "--startup-timeout", "6", "--parallel-compile", "3", "--output-json", str(out))
+    assert result.returncode == 1, result.stderr  # the run's own cells fail: kills_itself, hangs
+    lines = result.stderr.splitlines()
+    died = "precompile: exp fwd 1000 kills_itself: worker process died"
+    assert any(line.startswith(died) for line in lines), result.stderr
+    assert any("a worker was silent for 6 s and was ended" in line for line in lines), result.stderr
+    statuses = {r.backend: r.status for r in read_json(out)[1]}
+    assert statuses == {"eager": "ok", "kills_itself": "error", "hangs": "error"}
+
+
+def _processes_marked(mark: str) -> list[int]:
+    """Processes whose environment holds ``OPBENCH_TEST_MARK=mark``."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"OPBENCH_TEST_MARK={mark}".encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_sigterm_during_it_ends_the_run_as_sigterm_does_and_leaves_no_worker(tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "--plugin", FAULTY_PLUGIN, "--op", "exp", "--shape", "1000", "--shape",
+         "2000", "--only", "eager,hangs", "--metrics", "accuracy", "--parallel-compile", "2", "--no-save"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "OPBENCH_TEST_MARK": mark})
+    deadline = time.monotonic() + 120
+    while len(_processes_marked(mark)) < 3 and time.monotonic() < deadline:  # the run and 2 workers
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    assert "terminated" in stderr
+    time.sleep(1)
+    assert _processes_marked(mark) == []
+
+
 @pytest.mark.parametrize(("args", "env", "message"), [
-    (["--precompile", "-1"], {}, "--precompile"),
-    (["--precompile", "2"], {"RANK": "0", "WORLD_SIZE": "1"}, "--precompile cannot run under torchrun"),
+    (["--parallel-compile", "-1"], {}, "--parallel-compile"),
+    (["--parallel-compile", "2"], {"RANK": "0", "WORLD_SIZE": "1"},
+     "--parallel-compile cannot run under torchrun"),
 ])
-def test_precompile_is_refused_in_one_line(args: list[str], env: dict[str, str], message: str) -> None:
+def test_it_is_refused_in_one_line(args: list[str], env: dict[str, str], message: str) -> None:
     result = run_cli("--op", "exp", "--shape", "1000", "--metrics", "accuracy", "--no-save", *args,
                      env={**os.environ, **env})
     assert result.returncode == 2

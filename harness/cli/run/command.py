@@ -189,19 +189,24 @@ def _execute(sweeps: list[Sweep], sink: Callable[[list[Record]], None]) -> str:
 
 
 def _precompile(sweeps: list[Sweep], workers: int) -> str:
-    """Fill the compilers' caches before timing (:mod:`harness.sweep.precompile`), saying so on stderr;
-    how it ended (``finished``, or ``interrupted``/``terminated``, as :func:`_execute`)."""
-    print(f"precompile: calling every cell once in {workers} processes", file=sys.stderr, flush=True)
+    """Fill the compilers' caches before timing (:mod:`harness.sweep.precompile`), with its
+    progress and outcome on stderr; how it ended (``finished``, or ``interrupted`` or
+    ``terminated``, as :func:`_execute`)."""
+    cells = sum(len(sweep.shapes) * len(sweep.backends) for sweep in sweeps)
+    print(f"precompile: calling each of {cells} cells once, {min(workers, cells)} at a time",
+          file=sys.stderr, flush=True)
     started = time.monotonic()
     try:
-        with sigterm_raises():
-            failed = precompile(sweeps, workers)
+        with sigterm_raises(), ProgressDisplay(cells, prefix="precompile ") as progress:
+            outcome = precompile(sweeps, workers, progress)
     except KeyboardInterrupt:
         return "interrupted"
     except Terminated:
         return "terminated"
-    note = f"; {failed} of them failed (the run compiles what they did not)" if failed else ""
-    print(f"precompile: done in {time.monotonic() - started:.0f} s{note}", file=sys.stderr, flush=True)
+    print(f"precompile: {outcome.done} of {outcome.cells} cells called in "
+          f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    for problem in outcome.problems[:8]:
+        print(f"precompile: {problem}", file=sys.stderr, flush=True)
     return "finished"
 
 
@@ -222,9 +227,9 @@ def run_command(argv: list[str]) -> int:
     if rank is not None:
         if args.shard:
             raise UsageError("--shard cannot run under torchrun: its ranks share the run among themselves")
-        if args.precompile:
-            raise UsageError("--precompile cannot run under torchrun: fill the caches first with "
-                             "python run.py ... --precompile N --metrics accuracy")
+        if args.parallel_compile:
+            raise UsageError("--parallel-compile cannot run under torchrun: fill the caches first with "
+                             "python run.py ... --parallel-compile N --metrics accuracy --no-save")
         return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
     if args.shard:
         try:
@@ -252,7 +257,7 @@ def run_command(argv: list[str]) -> int:
         if outputs.json_path is not None:
             write_json(outputs.json_path, header, records)
 
-    ending = _precompile(sweeps, args.precompile) if args.precompile else "finished"
+    ending = _precompile(sweeps, args.parallel_compile) if args.parallel_compile else "finished"
     if ending == "finished":
         ending = _execute(sweeps, sink)
     orders = {sweep.op.name: sweep.backends for sweep in sweeps}

@@ -102,7 +102,7 @@ def build_parser() -> OneLineParser:
     add("--startup-timeout", type=positive_float, default=600.0,
         help="with --isolate: seconds a cell's worker may take for its start-up: imports, inputs, the "
              "reference, set-up and the first call, where compilation happens (default 600)")
-    add("--precompile", type=non_negative_int, default=0, metavar="N",
+    add("--parallel-compile", type=non_negative_int, default=0, metavar="N",
         help="before timing, call every cell once (accuracy only) in N processes at once, so the "
              "compilers' on-disk caches hold what the run compiles (on a GPU: about its CPU cores)")
     add("--shard", metavar="K/N",
