@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from harness.error_line import error_line
 from harness.measure.ceilings import DeviceCeilings
@@ -122,8 +122,13 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
         spec_path, events_path = Path(tmp) / "spec.json", Path(tmp) / "events.jsonl"
         spec_path.write_text(json.dumps(_spec(sweeps, work)))
         events_path.touch()
+        path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
         with open(Path(tmp) / "stderr.txt", "w+") as err:
-            proc = _start(spec_path, events_path, err)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.sweep.continuation", str(spec_path), str(events_path)],
+                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                env={**os.environ, "PYTHONPATH": path},
+            )
             try:
                 with open(events_path) as events:
                     while True:
@@ -156,16 +161,6 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
                 raise
             err.seek(0)
             return finished, started, err.read(), medians
-
-
-def _start(spec_path: Path, events_path: Path, stderr: IO[str]) -> subprocess.Popen:
-    """A worker process over the spec in ``spec_path``, in a session of its own."""
-    path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness.sweep.continuation", str(spec_path), str(events_path)],
-        stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-        env={**os.environ, "PYTHONPATH": path},
-    )
 
 
 def _kill(proc: subprocess.Popen) -> None:
