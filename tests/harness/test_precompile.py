@@ -120,3 +120,41 @@ def test_it_is_refused_in_one_line(args: list[str], env: dict[str, str], message
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("run.py: error: ") and message in lines[0], result.stderr
+
+
+INDUCTOR_PROBE = '''
+import os
+from pathlib import Path
+
+import torch
+import torch._functorch.config as functorch_config
+import torch._inductor.config as inductor_config
+
+from harness.operator import register_benchmark
+
+
+@register_benchmark(operator="exp")
+def caches(self, x):
+    def call():
+        seen = (inductor_config.fx_graph_cache, inductor_config.autotune_local_cache,
+                functorch_config.enable_autograd_cache)
+        with Path(os.environ["OPBENCH_CACHES_FILE"]).open("a") as f:
+            f.write(f"{os.getpid()} {seen}\\n")
+        return torch.exp(x)
+    return call
+'''
+
+
+def test_workers_keep_no_inductor_graphs_or_timings_and_the_run_keeps_its_settings(tmp_path: Path) -> None:
+    plugin, seen = tmp_path / "caches.py", tmp_path / "caches.txt"
+    plugin.write_text(INDUCTOR_PROBE)
+    result = run_cli("--plugin", str(plugin), "--op", "exp", "--shape", "1000", "--only", "caches",
+                     "--metrics", "accuracy", "--no-save", "--parallel-compile", "1",
+                     env={**os.environ, "OPBENCH_CACHES_FILE": str(seen)})
+    assert result.returncode == 0, result.stderr
+    by_process: dict[str, set[str]] = {}
+    for line in seen.read_text().splitlines():
+        pid, settings = line.split(" ", 1)
+        by_process.setdefault(pid, set()).add(settings)
+    assert sorted(map(frozenset, by_process.values()), key=str) == sorted(
+        [frozenset({"(False, False, False)"}), frozenset({"(True, True, True)"})], key=str)
