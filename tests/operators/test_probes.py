@@ -10,6 +10,7 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(f"operators.{path.parent.parent.name}.probes"
@@ -48,3 +49,23 @@ def test_the_results_folder_holds_data_only() -> None:
     code = [path.relative_to(ROOT) for path in (ROOT / "results").rglob("*")
             if path.suffix in {".py", ".pyc", ".sh", ".so", ".cubin"} or "cache" in path.name.lower()]
     assert not code, code
+
+
+def test_gemm_matmul_configs_runs_every_config_of_the_plans_kernel_through_the_interpreter() -> None:
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    from operators.gemm.probes.matmul_configs import probe_shape
+    from operators.gemm.triton_configs import POINTER_CONFIGS
+
+    a, b = torch.randn(20, 24), torch.randn(24, 36)  # 20 rows: under a TMA tile, the pointer kernel
+    want = a.double() @ b.double()
+    variants = []
+
+    def run(variant: str, call) -> None:
+        torch.testing.assert_close(call().double(), want, rtol=1e-4, atol=1e-4, msg=variant)
+        variants.append(variant)
+
+    probe_shape(a, b, run)
+    assert variants[:2] == ["cublas", "helion"] and variants[2].startswith("triton autotuned (pointer ")
+    assert len(variants) == 3 + len(POINTER_CONFIGS)
