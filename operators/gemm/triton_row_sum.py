@@ -24,7 +24,9 @@ from operators.gemm.triton_configs import INTERPRETED
 
 BLOCK_M, BLOCK_N = (16, 16) if INTERPRETED else (ROW_STEP, COLUMNS)
 """A program's tile: 32 rows of 128 columns, 256 contiguous bytes a row in bf16."""
-FINISH_BLOCK_P = 16 if INTERPRETED else 32
+FINISH_BLOCK_P, FINISH_BLOCK_N = (16, 16) if INTERPRETED else (32, 64)
+"""The finish's step: 32 parts of 64 columns, 8 programs at N = 512 (Helion's tuned finish of
+the same sum: gemm NOTES, "Session 17")."""
 
 
 @triton.jit
@@ -73,6 +75,6 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     part = torch.empty((parts, n), dtype=torch.float32, device=grad.device)
     _row_sum_parts_kernel[(column_blocks, parts)](
         grad, part, m, n, grad.stride(0), grad.stride(1), rows, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
-    _row_sum_finish_kernel[(column_blocks,)](part, out, n, parts, float(beta),
-                                             BLOCK_P=FINISH_BLOCK_P, BLOCK_N=BLOCK_N)
+    _row_sum_finish_kernel[(triton.cdiv(n, FINISH_BLOCK_N),)](part, out, n, parts, float(beta),
+                                                              BLOCK_P=FINISH_BLOCK_P, BLOCK_N=FINISH_BLOCK_N)
     return out

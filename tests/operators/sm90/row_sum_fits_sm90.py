@@ -35,7 +35,7 @@ def main() -> int:
     sizes.append(report("triton _row_sum_parts_kernel", lambda: triton_shared(
         triton_row_sum._row_sum_parts_kernel, parts_signature, {"BLOCK_M": 32, "BLOCK_N": 128})))
     sizes.append(report("triton _row_sum_finish_kernel", lambda: triton_shared(
-        triton_row_sum._row_sum_finish_kernel, finish_signature, {"BLOCK_P": 32, "BLOCK_N": 128})))
+        triton_row_sum._row_sum_finish_kernel, finish_signature, {"BLOCK_P": 32, "BLOCK_N": 64})))
     stored = load_store(helion_impl.CONFIG_PATH)
     for name, kernel in helion_tuning.ROW_SUM_KERNELS.items():
         for bucket in ("small", "large"):
