@@ -248,7 +248,7 @@ def run_command(argv: list[str]) -> int:
     header = make_header(settings.device, python_argv(), {
         "copy_gbps": ceilings.copy_gbps, "ceilings_gbps": ceilings.traffic_gbps,
         "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
-        "shard": args.shard,
+        "shard": args.shard, "parallel_compile": args.parallel_compile,
     })
     records: list[Record] = []
 
