@@ -24,13 +24,16 @@ def row_sum_parts_kernel(grad: torch.Tensor, parts: torch.Tensor, part_rows: hl.
     """``parts[s] = grad[s*part_rows : (s+1)*part_rows, :].sum(0)`` in fp32.
 
     grad (M, N), parts (S, N) fp32 with ``S = ceil(M / part_rows)``; every part is written.
+    Rows at or past M are zeroed by hand: Helion broadcasts a 1-row ``grad`` over the whole row
+    block (gemm NOTES, "the M = 1 bias gradient").
     """
     m, n = grad.size()
     block_m = hl.register_block_size(m)
     for tile_n, tile_part in hl.tile([n, m], block_size=[None, part_rows]):
         acc = hl.zeros([block_m, tile_n], dtype=torch.float32)
         for tile_m in hl.tile(tile_part.begin, tile_part.end, block_size=block_m):
-            acc = acc + grad[tile_m, tile_n].to(torch.float32)
+            rows = grad[tile_m, tile_n].to(torch.float32)
+            acc = acc + torch.where((tile_m.index < m)[:, None], rows, 0.0)
         parts[tile_part.id, tile_n] = acc.sum(0)
     return parts
 

@@ -10,13 +10,16 @@ prepare_backends("cpu")
 
 from pathlib import Path  # noqa: E402
 
+import helion  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from harness.notes import collecting  # noqa: E402
+from harness.tuning.configs import load_store  # noqa: E402
 from operators.gemm import (  # noqa: E402
     helion_impl,
     helion_ops,
+    helion_row_sum,
     helion_tuning,
     row_sum_plan,
     triton_direct,
@@ -165,3 +168,20 @@ def test_the_row_sum_kernels_and_their_helion_configs_compile_for_sm90():
     check_run = run_compiling(Path(__file__).with_name("sm90") / "row_sum_fits_sm90.py")
     assert check_run.returncode == 0, check_run.stdout + check_run.stderr
     assert check_run.stdout.count("bytes of shared memory") == 2 + 2 * (7 + 5), check_run.stdout
+
+
+@pytest.mark.parametrize("m", [1, 2, 33])
+@pytest.mark.parametrize("key", [key for key in load_store(helion_impl.CONFIG_STORE.path)
+                                 if key.startswith("row_sum_parts|")])
+def test_every_stored_row_sum_parts_config_sums_rows_fewer_than_its_row_block(key: str, m: int):
+    # Helion (static shapes) broadcasts a 1-row tensor's row across the whole row block; at M = 1
+    # the 32-row block of the tuned configs once summed the row 32 times (addmm 1x4096x4096 on
+    # the H200).
+    n = 200
+    grad = _grad(m, n, torch.float32)
+    rows = row_sum_plan.part_rows(m, n, INTERPRETER_SMS)
+    parts = torch.full((-(-m // rows), n), float("nan"))
+    bound = helion_row_sum.row_sum_parts_kernel.bind((grad, parts, rows))
+    bound.set_config(helion.Config(**load_store(helion_impl.CONFIG_STORE.path)[key]))
+    torch.testing.assert_close(bound(grad, parts, rows).sum(0).double(), grad.double().sum(0),
+                               rtol=1e-5, atol=1e-4)
