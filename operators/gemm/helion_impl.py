@@ -162,6 +162,10 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
     """Run ``x @ y`` with epilogue ``name`` as :func:`~operators.gemm.helion_dispatch.plan` says,
     each kernel on its stored config; ``bias`` is None, (N,) or (M, N)."""
     (m, k), n = x.shape, y.shape[1]
+    if m == 1 and n == 1:  # Helion 1.5.0 generates no 1x1 product (gemm NOTES, "1x1 products"): two rows
+        two_rows = torch.cat([x, x.new_zeros(1, k)])
+        two_bias = bias if bias is None or bias.dim() == 1 else bias.expand(2, 1)
+        return _launch(name, two_rows, y, alpha, beta, two_bias)[:1]
     chosen = plan(m, n, k, x.device)
     x, y = _kernel_operand(x, chosen), _kernel_operand(y, chosen)
     out = output_buffer(m, n, x.dtype, x.device)

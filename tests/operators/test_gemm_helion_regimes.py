@@ -234,3 +234,23 @@ def test_split_and_skinny_configs_compile_for_sm90_within_shared_memory():
     check_run = run_compiling(Path(__file__).with_name("sm90") / "helion_regimes_fit_sm90.py")
     assert check_run.returncode == 0, check_run.stdout + check_run.stderr
     assert check_run.stdout.count("bytes of shared memory") == 25, check_run.stdout
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 37), (1, 40, 1), (3, 1, 1)])
+@pytest.mark.parametrize("bias", [None, "1d", "2d"])
+def test_products_with_a_one_by_one_output_run_on_two_rows(m: int, n: int, k: int, bias: str | None):
+    # Helion 1.5.0 generates no 1x1 dot (it fails to compile for sm_90 and in the interpreter);
+    # each shape here has one, forward (1x1x37) or in its backward (1x40x1, 3x1x1).
+    a, b = torch.randn(m, k, requires_grad=True), torch.randn(k, n, requires_grad=True)
+    c = None if bias is None else torch.randn(*((n,) if bias == "1d" else (m, n)), requires_grad=True)
+    out = helion_impl.matmul(a, b) if c is None else helion_impl.addmm(c, a, b, alpha=0.5, beta=-2.0)
+    dy = torch.randn_like(out)
+    out.backward(dy)
+    inputs = [t for t in (c, a, b) if t is not None]
+    ref = [t.detach().double().requires_grad_() for t in inputs]
+    want = ref[0] @ ref[1] if c is None else torch.addmm(*ref, alpha=0.5, beta=-2.0)
+    want.backward(dy.double())
+    assert out.shape == (m, n)
+    assert_close(out.detach(), want.detach())
+    for tensor, upcast in zip(inputs, ref, strict=True):
+        assert_close(tensor.grad, upcast.grad)
