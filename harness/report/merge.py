@@ -1,9 +1,9 @@
 """Merging the result files of disjoint parts of one run (``--shard K/N`` files, torchrun ranks).
 
 The parts must come from the same code and settings: the same commit, GPU model, timer,
-repeats, tolerances, ``--isolate``, precision, seed and operator options; and no cell may be in
-two of them.  The merged header keeps the first part's fields and lists every part's shard and
-GPUs.
+repeats, tolerances, ``--isolate``, ``--parallel-compile``, precision, seed and operator
+options; and no cell may be in two of them.  The merged header keeps the first part's fields
+and lists every part's shard and GPUs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from harness.report.results import Record, describe_cell
 
 SAME = ("git_commit", "device_name", "timer", "repeats", "tolerance", "isolate", "precision", "seed",
-        "options")
+        "options", "parallel_compile")
 """Header fields every part of one run must share."""
 
 

@@ -165,7 +165,8 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
     if m == 1 and n == 1:  # Helion 1.5.0 generates no 1x1 product (gemm NOTES, "1x1 products"): two rows
         two_rows = torch.cat([x, x.new_zeros(1, k)])
         two_bias = bias if bias is None or bias.dim() == 1 else bias.expand(2, 1)
-        return _launch(name, two_rows, y, alpha, beta, two_bias)[:1]
+        out = output_buffer(1, 1, x.dtype, x.device)
+        return out.copy_(_launch(name, two_rows, y, alpha, beta, two_bias)[:1])
     chosen = plan(m, n, k, x.device)
     x, y = _kernel_operand(x, chosen), _kernel_operand(y, chosen)
     out = output_buffer(m, n, x.dtype, x.device)

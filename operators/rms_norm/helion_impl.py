@@ -284,7 +284,10 @@ def bwd_partials(
 
 def sum_partial_rows(dw_partial: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``dw`` like ``weight`` from the fp32 partial rows of the backward of a ``dtype`` input, by
-    :func:`rms_norm_dw_sum` with its stored config for that many partial rows."""
+    :func:`rms_norm_dw_sum` with its stored config for that many partial rows; one row is only
+    cast (the configs' reduction loop has nothing to loop over, which Helion refuses)."""
+    if dw_partial.size(0) == 1:
+        return dw_partial[0].to(weight.dtype, copy=True)
     keys = config_keys("rms_norm_dw_sum", dtype, dw_partial.size(1), dw_partial.size(0))
     return call_with_stored_config(rms_norm_dw_sum, CONFIG_STORE, keys, dw_partial, weight)
 

@@ -11,6 +11,7 @@ from harness.device import prepare_backends
 
 prepare_backends("cpu")
 
+import functools  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -26,7 +27,7 @@ from operators.gemm.helion_dispatch import Kernel, Plan  # noqa: E402
 from operators.gemm.operator import CUDA_SHAPES  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from tests.helpers import run_compiling  # noqa: E402
-from tests.operators.gemm_helpers import assert_close  # noqa: E402
+from tests.operators.gemm_helpers import assert_close, check, randn  # noqa: E402
 
 H200_SMS = 132
 
@@ -236,21 +237,17 @@ def test_split_and_skinny_configs_compile_for_sm90_within_shared_memory():
     assert check_run.stdout.count("bytes of shared memory") == 25, check_run.stdout
 
 
-@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 37), (1, 40, 1), (3, 1, 1)])
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 37), (1, 1, 300), (1, 40, 1), (3, 1, 1)])
 @pytest.mark.parametrize("bias", [None, "1d", "2d"])
 def test_products_with_a_one_by_one_output_run_on_two_rows(m: int, n: int, k: int, bias: str | None):
-    # Helion 1.5.0 generates no 1x1 dot (it fails to compile for sm_90 and in the interpreter);
-    # each shape here has one, forward (1x1x37) or in its backward (1x40x1, 3x1x1).
-    a, b = torch.randn(m, k, requires_grad=True), torch.randn(k, n, requires_grad=True)
-    c = None if bias is None else torch.randn(*((n,) if bias == "1d" else (m, n)), requires_grad=True)
-    out = helion_impl.matmul(a, b) if c is None else helion_impl.addmm(c, a, b, alpha=0.5, beta=-2.0)
-    dy = torch.randn_like(out)
-    out.backward(dy)
-    inputs = [t for t in (c, a, b) if t is not None]
-    ref = [t.detach().double().requires_grad_() for t in inputs]
-    want = ref[0] @ ref[1] if c is None else torch.addmm(*ref, alpha=0.5, beta=-2.0)
-    want.backward(dy.double())
-    assert out.shape == (m, n)
-    assert_close(out.detach(), want.detach())
-    for tensor, upcast in zip(inputs, ref, strict=True):
-        assert_close(tensor.grad, upcast.grad)
+    # Helion 1.5.0 generates no 1x1 dot (gemm NOTES, "1x1 products"); each shape has one, forward
+    # (1x1xK; K = 300 is split in parts here) or in its backward (1x40x1, 3x1x1).
+    a, b = randn(m, k), randn(k, n)
+    inputs = [a, b] if bias is None else [randn(*((n,) if bias == "1d" else (m, n))), a, b]
+    if bias is None:
+        check(helion_impl.matmul, torch.matmul, inputs)
+    else:
+        check(functools.partial(helion_impl.addmm, alpha=0.5, beta=-2.0),
+              functools.partial(torch.addmm, alpha=0.5, beta=-2.0), inputs)
+    out = helion_impl.fused_matmul(a.detach(), b.detach())
+    assert out._base is None and out.stride(1) == 1  # its own tensor, as every output

@@ -227,3 +227,25 @@ def test_kernels_without_tuning_candidates_get_no_tuning_arguments(kernel_name):
         helion_tuning.tuning_args(kernel_name, 64, 4096, torch.float16, "cpu")
     with pytest.raises(ValueError, match="expected one of"):
         helion_tuning.tuning_candidates(kernel_name, 4096)
+
+
+def test_one_partial_dw_row_is_cast_not_summed_by_a_config_that_loops():
+    # The stored bf16 n32768 dw-sum config has a reduction loop; over one partial row (a backward
+    # of M <= 64 rows) Helion refuses it with InvalidConfig.
+    partial = torch.randn(1, 20001)
+    dw = helion_impl.sum_partial_rows(partial, torch.randn(20001), torch.bfloat16)
+    assert torch.equal(dw, partial[0]) and dw.data_ptr() != partial.data_ptr()
+
+
+def test_the_wide_backwards_walk_their_group_of_rows_one_row_at_a_time():
+    # Helion broadcasts a 1-row x over an inner row block wider than 1, which sums dw once per
+    # block row at M = 1 (the addmm row sum's fault, gemm NOTES "The M = 1 bias gradient");
+    # the stored configs, the candidates and Helion's defaults keep that block (block_sizes[2]) at 1.
+    stored = load_store(helion_impl.CONFIG_STORE.path)
+    configs = [stored[key] for key in stored if key.startswith("rms_norm_bwd_shared_rows|")]
+    configs += [dict(c.config) for c in helion_tuning.tuning_candidates("rms_norm_bwd_shared_rows", 32768)]
+    x, dy, weight, rstd = torch.randn(1, 300), torch.randn(1, 300), torch.randn(300), torch.rand(1) + 0.5
+    for kernel, args in ((helion_wide.rms_norm_bwd_shared_rows, (dy, x, weight, rstd)),
+                         (helion_wide.rms_norm_bwd_stripe, (dy, x, weight, rstd, torch.randn(1)))):
+        configs.append(dict(kernel.bind(args).config_spec.default_config().config))
+    assert all(config["block_sizes"][2] == 1 for config in configs), configs
