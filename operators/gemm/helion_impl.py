@@ -163,7 +163,7 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
     each kernel on its stored config; ``bias`` is None, (N,) or (M, N)."""
     (m, k), n = x.shape, y.shape[1]
     if m == 1 and n == 1:  # Helion 1.5.0 generates no 1x1 product (gemm NOTES, "1x1 products"): two rows
-        two_rows = torch.cat([x, x.new_zeros(1, k)])
+        two_rows = torch.nn.functional.pad(x, (0, 0, 0, 1))
         two_bias = bias if bias is None or bias.dim() == 1 else bias.expand(2, 1)
         out = output_buffer(1, 1, x.dtype, x.device)
         return out.copy_(_launch(name, two_rows, y, alpha, beta, two_bias)[:1])

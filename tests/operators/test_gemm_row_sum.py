@@ -171,9 +171,9 @@ def test_the_row_sum_kernels_and_their_helion_configs_compile_for_sm90():
 
 
 @pytest.mark.parametrize("m", [1, 2, 33])
-@pytest.mark.parametrize("key", [key for key in load_store(helion_impl.CONFIG_STORE.path)
-                                 if key.startswith("row_sum_parts|")])
-def test_every_stored_row_sum_parts_config_sums_rows_fewer_than_its_row_block(key: str, m: int):
+@pytest.mark.parametrize("config", [config for key, config in load_store(helion_impl.CONFIG_PATH).items()
+                                    if key.startswith("row_sum_parts|")])
+def test_every_stored_row_sum_parts_config_sums_rows_fewer_than_its_row_block(config: dict, m: int):
     # Helion (static shapes) broadcasts a 1-row tensor's row across the whole row block: at M = 1
     # the tuned 32-row block once summed the row 32 times (gemm NOTES, "The M = 1 bias gradient").
     n = 200
@@ -181,6 +181,6 @@ def test_every_stored_row_sum_parts_config_sums_rows_fewer_than_its_row_block(ke
     rows = row_sum_plan.part_rows(m, n, INTERPRETER_SMS)
     parts = torch.full((-(-m // rows), n), float("nan"))
     bound = helion_row_sum.row_sum_parts_kernel.bind((grad, parts, rows))
-    bound.set_config(helion.Config(**load_store(helion_impl.CONFIG_STORE.path)[key]))
+    bound.set_config(helion.Config(**config))
     want = torch.stack([chunk.sum(0) for chunk in grad.double().split(rows)])
     torch.testing.assert_close(bound(grad, parts, rows).double(), want, rtol=1e-5, atol=1e-4)
