@@ -1,5 +1,5 @@
 """Entry point of ``run.py``: dispatch to the run or to a subcommand (compare, export, merge, plot, show,
-tritonbench, tune).
+split, tritonbench, tune).
 
 Bad input exits with status 2 and one line naming the valid choices; a run whose cells all
 succeeded exits 0, one with failed cells 1.
@@ -18,6 +18,7 @@ from harness.cli.merge import merge_main
 from harness.cli.plot import plot_main
 from harness.cli.run import run_command
 from harness.cli.show import show_main
+from harness.cli.split import split_main
 from harness.cli.tritonbench import tritonbench_main
 from harness.cli.tune import tune_main
 
@@ -27,6 +28,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "merge": merge_main,
     "plot": plot_main,
     "show": show_main,
+    "split": split_main,
     "tritonbench": tritonbench_main,
     "tune": tune_main,
 }

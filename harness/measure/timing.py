@@ -16,7 +16,10 @@ back, the device synchronized once at the end of each batch, no flush and no spi
 
 Every timer is built by :func:`make_timer` from the run's :class:`~harness.settings.TimerSettings`
 (warm-up and measurement budgets in milliseconds, as in ``triton.testing.do_bench``; their
-defaults are there).
+defaults are there).  The CUDA timer spends its budgets in wall time: a sample costs its
+synchronize, flush and spin besides the call (0.5-0.7 ms a sample on the H200, probe in
+``results/h200/trust/NOTES.md``, "What a sweep costs"), so a repeat of any cell takes about
+``warmup_ms + rep_ms``, with fewer samples of short calls than their device time would allow.
 """
 
 from __future__ import annotations
@@ -59,12 +62,25 @@ class L2Flusher:
             torch.sum(self.buffer, dim=0, out=self.sink)
 
 
+ESTIMATE_SAMPLES = 5
+"""Samples taken first to learn what one sample costs, before the warm-up."""
+
+
 def _sample_count(estimate_ms: float, rep_ms: float) -> int:
     return int(min(MAX_SAMPLES, max(MIN_SAMPLES, rep_ms / max(estimate_ms, 1e-6))))
 
 
+def sample_counts(sample_ms: float, settings: TimerSettings) -> tuple[int, int]:
+    """The warm-up and measured sample counts of a repeat whose samples cost ``sample_ms`` each:
+    the budgets over it, the warm-up at least one sample and the measurement ``MIN_SAMPLES``,
+    both at most ``MAX_SAMPLES``."""
+    warmup = int(min(MAX_SAMPLES, max(1, settings.warmup_ms / max(sample_ms, 1e-6))))
+    return warmup, _sample_count(sample_ms, settings.rep_ms)
+
+
 class CudaTimer:
-    """Event timing with L2 flushing, optionally replaying a captured CUDA graph."""
+    """Event timing with L2 flushing, optionally replaying a captured CUDA graph; the budgets are
+    spent in wall time (:func:`sample_counts` of what a sample costs)."""
 
     def __init__(self, settings: TimerSettings):
         if settings.flush not in FLUSHES:
@@ -99,12 +115,12 @@ class CudaTimer:
         run = self._graphed(fn, setup) if self.settings.cudagraph else fn
         flush = self._flusher()
         spin = _spin_cycles(run, setup)
-        estimate = float(np.median(self._time_calls(run, setup, flush, spin, 5)))
-        warmup = int(min(MAX_SAMPLES, max(1, self.settings.warmup_ms / max(estimate, 1e-6))))
+        started = time.perf_counter()
+        self._time_calls(run, setup, flush, spin, ESTIMATE_SAMPLES)
+        sample_ms = (time.perf_counter() - started) * 1e3 / ESTIMATE_SAMPLES
+        warmup, count = sample_counts(sample_ms, self.settings)
         self._time_calls(run, setup, flush, spin, warmup)
-        return SampleStats.of(
-            self._time_calls(run, setup, flush, spin, _sample_count(estimate, self.settings.rep_ms))
-        )
+        return SampleStats.of(self._time_calls(run, setup, flush, spin, count))
 
     @staticmethod
     def _time_calls(fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher,

@@ -4,8 +4,10 @@ The unit dealt is one shape of one sweep with all its backends, so a shape's spe
 by a baseline measured on the same GPU.  Shapes grow along a sweep, so contiguous blocks would
 give the last shard the largest shapes: units are dealt largest first, each to the shard with
 the least estimated cost so far (longest-processing-time first), and every shard runs its units
-in the run's own order.  The estimate is a unit's modelled bytes and flops at nominal rates plus
-a fixed cost per backend for its set-up; the rule is deterministic, so every rank deals alike.
+in the run's own order.  The estimate is what the timer spends on a cell (its budgets each
+repeat, or its fewest samples of a long call: :func:`~harness.measure.timing.sample_counts`, a
+call's time taken from the modelled bytes and flops at about an H200's rates) plus a fixed cost
+per backend for its set-up; the rule is deterministic, so every rank deals alike.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ import dataclasses
 import heapq
 from dataclasses import dataclass
 
+from harness.measure.timing import ESTIMATE_SAMPLES, sample_counts
 from harness.operator import Shape
 from harness.sweep.spec import Sweep
 
 SETUP_S = 2.0
 """Estimated seconds a backend's cell costs beyond its timed work (compilation, checks)."""
-NOMINAL_GBPS, NOMINAL_TFLOPS = 1000.0, 100.0
-"""Rates that turn modelled bytes and flops into an estimate: only the ratios between units matter."""
-TIMED_CALLS = 3000
-"""About how many calls a cell's warm-up, samples and repeats make."""
+NOMINAL_GBPS, NOMINAL_TFLOPS = 3000.0, 600.0
+"""Rates that turn modelled bytes and flops into a call's time (about an H200's)."""
+SAMPLE_OVERHEAD_S = 5e-4
+"""What a sample costs besides its call (synchronize, flush, spin: 0.5-0.7 ms on the H200)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -53,8 +56,10 @@ def estimated_cost(sweep: Sweep, shape: Shape) -> float:
     op, mode = sweep.op, sweep.mode
     call_s = ((op.bytes_moved(shape, mode) or 0) / (NOMINAL_GBPS * 1e9)
               + (op.flops(shape, mode) or 0) / (NOMINAL_TFLOPS * 1e12))
-    repeats = sweep.settings.repeats
-    return len(sweep.backends) * (SETUP_S + TIMED_CALLS * repeats * call_s)
+    sample_s = call_s + SAMPLE_OVERHEAD_S
+    warmup, count = sample_counts(sample_s * 1e3, sweep.settings.timer)
+    repeat_s = (ESTIMATE_SAMPLES + warmup + count) * sample_s
+    return len(sweep.backends) * (SETUP_S + sweep.settings.repeats * repeat_s)
 
 
 def deal(sweeps: list[Sweep], parts: int) -> list[list[Unit]]:

@@ -119,6 +119,35 @@ def test_merge_refuses_parts_of_other_code_or_settings(tmp_path: Path, field: st
     assert overlap.returncode == 2 and "both hold accuracy of exp/fwd/float32/1000/eager" in overlap.stderr
 
 
+def test_a_run_of_several_modes_splits_into_the_baseline_of_each(tmp_path: Path) -> None:
+    """One run of two modes, split: each file holds its (op, mode) alone, and compare takes it as
+    the baseline of a run of that mode only."""
+    whole = tmp_path / "whole.json"
+    common = ["--op", "exp", "--shape", "1000", "--shape", "2000", "--only", "eager,triton", *QUICK]
+    assert run_cli(*common, "--mode", "fwd,bwd", "--output-json", str(whole)).returncode == 0
+    result = run_cli("split", str(whole), "-o", str(tmp_path / "baselines"))
+    assert result.returncode == 0, result.stderr
+    files = {path.name: read_json(path) for path in (tmp_path / "baselines").glob("*.json")}
+    assert sorted(files) == ["exp_bwd.json", "exp_fwd.json"]
+    whole_header, _ = read_json(whole)
+    for name, (header, records) in files.items():
+        mode = name.removesuffix(".json").split("_", 1)[1]
+        assert {r.mode for r in records} == {mode} and header["split"] == {"op": "exp", "mode": mode}
+        assert {k: v for k, v in header.items() if k != "split"} == whole_header
+    assert sum(len(records) for _, records in files.values()) == len(_cells(whole))
+    current = tmp_path / "bwd.json"
+    assert run_cli(*common, "--mode", "bwd", "--output-json", str(current)).returncode == 0
+    compared = run_cli("compare", str(tmp_path / "baselines" / "exp_bwd.json"), str(current),
+                       "--fail-on-missing")
+    assert compared.returncode in (0, 1), compared.stdout + compared.stderr
+    assert "4 cells:" in compared.stdout and " 0 missing," in compared.stdout
+
+
+def test_split_refuses_a_file_it_cannot_read_in_one_line(tmp_path: Path) -> None:
+    result = run_cli("split", str(tmp_path / "absent.json"), "-o", str(tmp_path))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
 def test_two_torchrun_ranks_give_the_cells_and_verdicts_of_one_process(tmp_path: Path) -> None:
     common = ["--op", "exp", "--mode", "fwd,bwd", *SHAPES[:6], "--only", "eager,triton", *QUICK]
     single, ranked = tmp_path / "single.json", tmp_path / "ranked.json"

@@ -9,6 +9,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.cli.run.parser import build_parser
+from harness.measure import timing
 from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
 from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import METRICS, Metric
@@ -54,3 +55,18 @@ def test_the_help_shows_the_default_budgets() -> None:
     helps = {action.dest: action.help for action in build_parser()._actions}
     assert helps["warmup"] == "warm-up budget in ms (default 25 on CUDA, 5 on CPU)"
     assert helps["rep"] == "measurement budget in ms (default 100 on CUDA, 50 on CPU)"
+
+
+def test_a_cuda_repeat_spends_its_budgets_in_wall_time_whatever_a_sample_costs() -> None:
+    """A sample's synchronize, flush and spin cost far more than a short call: the counts come
+    from what a whole sample costs, so a repeat takes about warm-up + measurement budget."""
+    settings = TimerSettings.default("cuda")
+    for sample_ms in (0.01, 0.6, 1.3, 7.0):
+        warmup, count = timing.sample_counts(sample_ms, settings)
+        assert warmup == min(timing.MAX_SAMPLES, max(1, int(25.0 / sample_ms)))
+        assert count == min(timing.MAX_SAMPLES, max(timing.MIN_SAMPLES, int(100.0 / sample_ms)))
+        if timing.MIN_SAMPLES * sample_ms <= 100.0 and 100.0 / sample_ms <= timing.MAX_SAMPLES:
+            assert (warmup + count) * sample_ms == pytest.approx(125.0, abs=2 * sample_ms)
+    assert timing.sample_counts(0.6, settings) == (41, 166)
+    assert timing.sample_counts(500.0, settings) == (1, timing.MIN_SAMPLES)
+    assert timing.sample_counts(1e-4, settings) == (timing.MAX_SAMPLES, timing.MAX_SAMPLES)
