@@ -17,9 +17,9 @@ back, the device synchronized once at the end of each batch, no flush and no spi
 Every timer is built by :func:`make_timer` from the run's :class:`~harness.settings.TimerSettings`
 (warm-up and measurement budgets in milliseconds, as in ``triton.testing.do_bench``; their
 defaults are there).  The CUDA timer spends its budgets in wall time: a sample costs its
-synchronize, flush and spin besides the call (0.5-0.7 ms a sample on the H200, probe in
-``results/h200/trust/NOTES.md``, "What a sweep costs"), so a repeat of any cell takes about
-``warmup_ms + rep_ms``, with fewer samples of short calls than their device time would allow.
+synchronize, flush and spin besides the call (0.6 ms a sample of our gemm backends on the H200,
+``results/h200/trust/NOTES.md``, "What a sweep costs"), so a repeat of a call up to ~10 ms takes
+about ``warmup_ms + rep_ms``, with fewer samples of a short call than its device time would allow.
 """
 
 from __future__ import annotations
@@ -115,29 +115,33 @@ class CudaTimer:
         run = self._graphed(fn, setup) if self.settings.cudagraph else fn
         flush = self._flusher()
         spin = _spin_cycles(run, setup)
-        started = time.perf_counter()
-        self._time_calls(run, setup, flush, spin, ESTIMATE_SAMPLES)
-        sample_ms = (time.perf_counter() - started) * 1e3 / ESTIMATE_SAMPLES
-        warmup, count = sample_counts(sample_ms, self.settings)
+        synced: list[float] = []
+        self._time_calls(run, setup, flush, spin, ESTIMATE_SAMPLES, synced)
+        warmup, count = sample_counts(float(np.median(np.diff(synced))) * 1e3, self.settings)
         self._time_calls(run, setup, flush, spin, warmup)
         return SampleStats.of(self._time_calls(run, setup, flush, spin, count))
 
     @staticmethod
     def _time_calls(fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher,
-                    spin: int, count: int) -> list[float]:
+                    spin: int, count: int, synced: list[float] | None = None) -> list[float]:
+        """``count`` samples' device times in ms; ``synced`` gets the host clock after each
+        synchronize, so that its differences are what each whole sample cost in wall time."""
         events = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for _ in range(count)
         ]
+        stamps = [] if synced is None else synced
         for start, end in events:
             setup()
             torch.cuda.synchronize()
+            stamps.append(time.perf_counter())
             flush()
             torch.cuda._sleep(spin)
             start.record()
             fn()
             end.record()
         torch.cuda.synchronize()
+        stamps.append(time.perf_counter())
         return [start.elapsed_time(end) for start, end in events]
 
 

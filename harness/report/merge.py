@@ -3,7 +3,7 @@
 The parts must come from the same code and settings: the same commit, GPU model, timer,
 repeats, tolerances, ``--isolate``, ``--parallel-compile``, precision, seed and operator
 options; and no cell may be in two of them.  The merged header keeps the first part's fields
-and lists every part's shard and GPUs.
+(but a split file's ``split``: :mod:`harness.report.split`) and lists every part's shard and GPUs.
 """
 
 from __future__ import annotations
@@ -43,4 +43,5 @@ def merge_parts(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> tuple[
     header = {**first, "shards": [h.get("shard") for _, h, _ in parts],
               "gpus": [gpu for _, h, _ in parts for gpu in h.get("gpus", [])]}
     header.pop("shard", None)
+    header.pop("split", None)
     return header, records

@@ -5,19 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.registry import load_operator, operator_names
 from harness.report.results import Record
 
-ResultFile = tuple[dict[str, Any], list[Record]]
-"""A result file's header and records."""
+Part = tuple[dict[str, Any], list[Record]]
+"""One (op, mode)'s header and records."""
 
 
-def split_by_sweep(header: dict[str, Any], records: list[Record]) -> dict[str, ResultFile]:
-    """``<op>_<mode>`` -> (header, records) for every (op, mode) of ``records``, in the file's
-    order; each header is the file's, with ``split`` naming the (op, mode) it keeps."""
-    parts: dict[str, ResultFile] = {}
+def own_options(op: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Of a run's operator options (every ``--op``'s, in one dict), those ``op`` declares, as a
+    run of ``op`` alone records them; all of them for an operator this process does not know."""
+    if op not in operator_names():
+        return options
+    names = {option.name.replace("-", "_") for option in load_operator(op).command_line_options}
+    return {name: value for name, value in options.items() if name in names}
+
+
+def split_by_sweep(header: dict[str, Any], records: list[Record]) -> dict[tuple[str, str], Part]:
+    """(op, mode) -> its header and records, for every (op, mode) of ``records`` in the file's
+    order; each header is the file's with ``split`` naming the (op, mode) and only that
+    operator's options."""
+    parts: dict[tuple[str, str], Part] = {}
     for record in records:
-        name = f"{record.op}_{record.mode}"
-        if name not in parts:
-            parts[name] = ({**header, "split": {"op": record.op, "mode": record.mode}}, [])
-        parts[name][1].append(record)
+        key = (record.op, record.mode)
+        if key not in parts:
+            options = own_options(record.op, header.get("options") or {})
+            parts[key] = ({**header, "options": options, "split": {"op": record.op, "mode": record.mode}}, [])
+        parts[key][1].append(record)
     return parts

@@ -21,4 +21,4 @@ def test_a_repeat_of_a_microsecond_call_takes_about_its_budgets() -> None:
     elapsed_ms = (time.perf_counter() - started) * 1e3
     assert 0 < stats.p50 < 0.1, "a 4096-element exp runs in microseconds"
     assert stats.n < 40.0 / 0.05, "a sample costs over 50 us of wall time: fewer samples than calls"
-    assert 30.0 < elapsed_ms < 150.0, f"a repeat took {elapsed_ms:.0f} ms for 50 ms of budgets"
+    assert 15.0 < elapsed_ms < 150.0, f"a repeat took {elapsed_ms:.0f} ms for 50 ms of budgets"

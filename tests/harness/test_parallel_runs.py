@@ -4,6 +4,7 @@ where a crash or a hang on one rank costs only its own cells."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import torch
 
 from harness.operator import Mode
 from harness.report.results import read_json, write_json
-from harness.sweep.shards import deal, parse_shard
+from harness.settings import TimerSettings
+from harness.sweep.shards import deal, estimated_cost, parse_shard
 from harness.sweep.spec import Sweep
+from operators.exp.operator import ExpOperator
 from operators.rms_norm.operator import RMSNormOperator
 from tests.helpers import ROOT, cpu_settings, run_cli
 
@@ -53,6 +56,17 @@ def test_dealing_gives_every_shape_to_one_shard_and_balances_the_cost() -> None:
     )
     holders = {k for k, shard in enumerate(shards) for unit in shard if unit.shape == largest}
     assert len(holders) > 1, "the largest shapes of the four modes are spread out, not in one block"
+
+
+def test_a_unit_costs_its_timer_budgets_unless_its_calls_outlast_them() -> None:
+    """Dealing weighs a unit by what the timer spends on it: the same for any call short enough
+    for its budgets to hold many samples, more for a call that needs more than the budgets."""
+    settings = dataclasses.replace(cpu_settings(["latency"]), timer=TimerSettings.default("cuda"), repeats=7)
+    op = ExpOperator("cuda", torch.bfloat16)
+    sweep = Sweep(op, Mode.FWD, [], ["eager", "triton"], "eager", settings)
+    small, medium, huge = (estimated_cost(sweep, (n,)) for n in (4096, 2**24, 2**36))
+    assert small == pytest.approx(medium, rel=0.05), "budgets, not calls, decide a short cell's cost"
+    assert huge > 2 * small, "a call of 90 ms costs its fewest samples, more than the budgets"
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "2", "a/b"])
@@ -141,11 +155,40 @@ def test_a_run_of_several_modes_splits_into_the_baseline_of_each(tmp_path: Path)
                        "--fail-on-missing")
     assert compared.returncode in (0, 1), compared.stdout + compared.stderr
     assert "4 cells:" in compared.stdout and " 0 missing," in compared.stdout
+    merged = tmp_path / "merged.json"
+    parts = [str(tmp_path / "baselines" / name) for name in sorted(files)]
+    assert run_cli("merge", *parts, "-o", str(merged)).returncode == 0
+    assert "split" not in read_json(merged)[0], "a merge of split files is no longer one (op, mode)"
 
 
-def test_split_refuses_a_file_it_cannot_read_in_one_line(tmp_path: Path) -> None:
-    result = run_cli("split", str(tmp_path / "absent.json"), "-o", str(tmp_path))
-    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+def test_each_operator_s_split_file_keeps_only_its_own_options(tmp_path: Path) -> None:
+    """A run of gemm and addmm records addmm's options for both; gemm's file must match a run of
+    gemm alone, which has none, or compare refuses it as the baseline of the CI job's gemm run."""
+    common = ["--mode", "fwd", "--shape", "24,16,8", "--only", "eager", *QUICK]
+    both, alone = tmp_path / "both.json", tmp_path / "gemm.json"
+    assert run_cli("--op", "gemm,addmm", *common, "--output-json", str(both)).returncode == 0
+    assert run_cli("--op", "gemm", *common, "--output-json", str(alone)).returncode == 0
+    assert run_cli("split", str(both), "-o", str(tmp_path / "b")).returncode == 0
+    assert read_json(tmp_path / "b" / "gemm_fwd.json")[0]["options"] == {}
+    assert read_json(tmp_path / "b" / "addmm_fwd.json")[0]["options"] == read_json(both)[0]["options"] != {}
+    compared = run_cli("compare", str(tmp_path / "b" / "gemm_fwd.json"), str(alone))
+    assert compared.returncode in (0, 1), compared.stdout + compared.stderr
+
+
+def test_split_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    write_json(empty, {"device": "cpu"}, [])
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    whole = tmp_path / "whole.json"
+    assert run_cli("--op", "exp", "--shape", "1000", "--only", "eager", *QUICK,
+                   "--output-json", str(whole)).returncode == 0
+    for args, reason in (([str(tmp_path / "absent.json"), "-o", str(tmp_path)], "cannot read"),
+                         ([str(empty), "-o", str(tmp_path)], "no records to split"),
+                         ([str(whole), "-o", str(a_file)], "not a folder")):
+        result = run_cli("split", *args)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert reason in result.stderr
 
 
 def test_two_torchrun_ranks_give_the_cells_and_verdicts_of_one_process(tmp_path: Path) -> None:

@@ -82,9 +82,11 @@ def build_parser() -> OneLineParser:
     add("--num-inputs", type=int, help="run only the first N shapes (after --input-id)")
     add("--input-id", type=non_negative_int, default=0, help="index of the first shape to run")
     add("--warmup", type=non_negative_float,
-        help=f"warm-up budget in ms (default {CUDA_WARMUP_MS:g} on CUDA, {CPU_WARMUP_MS:g} on CPU)")
+        help=f"warm-up budget in ms a repeat, wall time on CUDA (default {CUDA_WARMUP_MS:g} on CUDA, "
+             f"{CPU_WARMUP_MS:g} on CPU)")
     add("--rep", type=non_negative_float,
-        help=f"measurement budget in ms (default {CUDA_REP_MS:g} on CUDA, {CPU_REP_MS:g} on CPU)")
+        help=f"measurement budget in ms a repeat, wall time on CUDA (default {CUDA_REP_MS:g} on CUDA, "
+             f"{CPU_REP_MS:g} on CPU)")
     add("--cudagraph", action="store_true", help="time replays of a captured CUDA graph")
     add("--l2-flush", choices=FLUSHES, default=DEFAULT_FLUSH,
         help="how L2 is flushed before each CUDA sample: clean (a read pass, the default) or dirty "
