@@ -151,6 +151,15 @@ class TritonbenchAdapter:
         return lambda: {key: fn()}
 
 
+@dataclass(frozen=True)
+class KernelWork:
+    """The modelled work of one launch of a kernel: fewest bytes through device memory, flops
+    (either None where the model has none)."""
+
+    bytes_moved: int | None = None
+    flops: int | None = None
+
+
 class BenchmarkOperator:
     """Base class of every operator; subclasses fill in the class variables and hooks."""
 
@@ -170,6 +179,9 @@ class BenchmarkOperator:
     """The operator's own options, added to ``run.py``'s parser when ``--op`` names it."""
     review_speedup: ClassVar[float] = 10.0
     bwd_seed: ClassVar[int] = 1234
+    whole_direction_kernels: ClassVar[dict[str, Mode]] = {}
+    """Kernels one launch of which does all of a direction's modelled work, by the profiler's
+    name: ``Mode.FWD`` (the forward) or ``Mode.BWD`` (the backward); see :meth:`kernel_work`."""
 
     def __init__(self, device: str, dtype: torch.dtype, options: dict[str, Any] | None = None):
         self.device = device
@@ -230,6 +242,16 @@ class BenchmarkOperator:
         ``pct_peak`` reads against the bandwidth measured for each; by default all of it ``copy``."""
         nbytes = self.bytes_moved(shape, mode)
         return None if nbytes is None else {"copy": nbytes}
+
+    def kernel_work(self, shape: Shape, mode: Mode, kernel: str) -> KernelWork | None:
+        """The work of one launch of the kernel named ``kernel`` (as the profiler names it) in a
+        call of ``mode``, where the operator's model can tell it by name: by default the whole
+        model of the direction :attr:`whole_direction_kernels` gives the kernel, else None.  (A call
+        of one kernel launched once is given the call's whole model by the harness.)"""
+        direction = self.whole_direction_kernels.get(kernel)
+        if direction is None:
+            return None
+        return KernelWork(self.bytes_moved(shape, direction), self.flops(shape, direction))
 
     def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
         """(rtol, atol) for comparing ``tensor`` (``output[i]``, or ``grad[i]`` of input ``i``)

@@ -1,5 +1,6 @@
 """What one cell's call launches: a ``torch.profiler`` trace of a few calls (``--profile DIR``) and
-the time of each kernel in them (the ``kernels`` metric).
+the time of each kernel in them (the ``kernels`` metric), with the work of each launch where the
+operator's model tells it (:func:`with_work`), from which the kernel tables give GB/s and TFLOP/s.
 
 The profiled calls run as the timer runs them (``setup`` before each) but with no L2 flush and
 no spin kernel, so the trace holds only the call's own kernels; each call is the range
@@ -16,6 +17,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from harness.measure.cell import Cell
 from harness.measure.timing import synchronize
+from harness.operator import BenchmarkOperator, KernelWork, Mode, Shape
 
 CALLS = 3
 """Calls a profile records."""
@@ -52,3 +54,17 @@ def _kernel_times(averages: Any, device: str) -> list[dict[str, Any]]:
     kernels = [{"name": name, "calls": count / CALLS, "us_per_call": us / CALLS, "share": us / total}
                for name, count, us in rows]
     return sorted(kernels, key=lambda k: -k["share"])
+
+
+def with_work(kernels: list[dict[str, Any]], op: BenchmarkOperator, shape: Shape,
+              mode: Mode) -> list[dict[str, Any]]:
+    """``kernels`` with ``bytes_moved`` and ``flops`` of one launch of each (None where unknown): the
+    operator's :meth:`~harness.operator.BenchmarkOperator.kernel_work` by name, or, for a call of
+    one kernel launched once, the call's whole model."""
+    whole = KernelWork(op.bytes_moved(shape, mode), op.flops(shape, mode))
+    alone = len(kernels) == 1 and kernels[0]["calls"] == 1
+    worked = []
+    for kernel in kernels:
+        work = op.kernel_work(shape, mode, kernel["name"]) or (whole if alone else KernelWork())
+        worked.append({**kernel, "bytes_moved": work.bytes_moved, "flops": work.flops})
+    return worked

@@ -179,18 +179,32 @@ def render(records: list[Record], x_val_label: str, backend_order: list[str] | N
     return "\n".join(lines)
 
 
+KERNEL_RATES = (("bytes_moved", "GB/s", 1e9), ("flops", "TFLOP/s", 1e12))
+"""The rates a kernel table shows where the work of a launch is known: (work field, header, unit)."""
+
+
+def _kernel_rate(kernel: dict, work: str, unit: float) -> str:
+    per_launch = kernel.get(work)
+    if per_launch is None or kernel["us_per_call"] <= 0:
+        return "-"
+    return f"{per_launch * kernel['calls'] / (kernel['us_per_call'] * 1e-6) / unit:.4g}"
+
+
 def kernel_tables(records: Iterable[Record], top: int = 8) -> list[str]:
     """One table per profiled cell of what its call launched: each kernel's calls and device time
-    per call and its share of the cell's kernel time, largest first (``top`` of them)."""
+    per call, its share of the cell's kernel time, largest first (``top`` of them), and its GB/s
+    and TFLOP/s where the work of its launches is known (columns left out where none is)."""
     tables = []
     for r in records:
         kernels = r.extra.get("kernels") if r.metric == "kernels" else None
         if not kernels:
             continue
-        rows = [[k["name"][:70], f"{k['calls']:g}", f"{k['us_per_call']:.2f}", f"{100 * k['share']:.1f}%"]
-                for k in kernels[:top]]
+        shown = kernels[:top]
+        rates = [rate for rate in KERNEL_RATES if any(k.get(rate[0]) is not None for k in shown)]
+        rows = [[k["name"][:70], f"{k['calls']:g}", f"{k['us_per_call']:.2f}", f"{100 * k['share']:.1f}%",
+                 *(_kernel_rate(k, work, unit) for work, _, unit in rates)] for k in shown]
+        headers = ["kernel", "calls", "us/call", "share", *(header for _, header, _ in rates)]
         more = f"\n(and {len(kernels) - top} more)" if len(kernels) > top else ""
         title = f"kernels of {r.op} {r.mode} {x_label(r.x_val)} {r.backend}"
-        tables.append(title + "\n" + tabulate(rows, headers=["kernel", "calls", "us/call", "share"],
-                                               disable_numparse=True) + more)
+        tables.append(title + "\n" + tabulate(rows, headers=headers, disable_numparse=True) + more)
     return tables

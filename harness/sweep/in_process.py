@@ -33,7 +33,7 @@ from harness.measure.cell import (
     time_cell,
 )
 from harness.measure.errors import ContextLost, context_lost, error_text
-from harness.measure.profile import profile_cell
+from harness.measure.profile import profile_cell, with_work
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.operator import Backend, BenchmarkOperator, Mode, Shape
 from harness.settings import RunSettings
@@ -185,7 +185,8 @@ class ShapeRun:
         if self.settings.profile_dir is not None:
             trace = Path(self.settings.profile_dir) / f"{self.sweep.cell_name(self.shape, name)}.json"
         try:
-            self.measurements[name].kernels = profile_cell(built.cell, self.op.device, trace)
+            kernels = profile_cell(built.cell, self.op.device, trace)
+            self.measurements[name].kernels = with_work(kernels, self.op, self.shape, self.mode)
         except Exception as exc:  # noqa: BLE001
             self.failed(name, f"profiling failed: {error_text(exc)}")
 

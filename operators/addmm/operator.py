@@ -26,6 +26,7 @@ import torch
 from harness.operator import (
     Backend,
     BenchmarkOperator,
+    KernelWork,
     Mode,
     Option,
     Shape,
@@ -40,6 +41,7 @@ from operators.gemm.operator import (
     CUDA_SHAPES,
     compile_options,
     matmul_flops,
+    matmul_kernel_work,
     matmul_tolerance,
     operands,
     typical_magnitude,
@@ -47,6 +49,7 @@ from operators.gemm.operator import (
 from operators.skips import interpreter_bf16_skip
 
 DEFAULT_OPTIONS: dict[str, Any] = {"bias": "1d", "alpha": 1.0, "beta": 1.0}
+ROW_SUM_PARTS_KERNELS = ("_row_sum_parts_kernel", "_helion_row_sum_parts_kernel")
 
 Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -115,6 +118,14 @@ class AddmmOperator(BenchmarkOperator):
     def flops(self, shape: Shape, mode: Mode) -> int:
         # The matmuls' flops; scaling and adding the bias (a few per output element) is negligible.
         return matmul_flops(shape, mode)
+
+    def kernel_work(self, shape: Shape, mode: Mode, kernel: str) -> KernelWork | None:
+        """A matmul launch as gemm's; the first kernel of our row-vector bias gradient reads the
+        whole of ``grad`` (M, N)."""
+        if kernel in ROW_SUM_PARTS_KERNELS:
+            m, n, _ = shape
+            return KernelWork(m * n * self.dtype.itemsize)
+        return matmul_kernel_work(shape, self.dtype.itemsize, kernel)
 
     def expected_magnitude(self, shape: Shape, tensor: str) -> float:
         """The typical size of a compared tensor's entries (see the module docstring)."""

@@ -36,6 +36,8 @@ class ExpOperator(BenchmarkOperator):
     }
     helion_tuning = "operators.exp.helion_tuning"
     x_val_label = "numel"
+    whole_direction_kernels = {"_exp_fwd_kernel": Mode.FWD, "_helion_exp_fwd": Mode.FWD,
+                               "_exp_bwd_kernel": Mode.BWD, "_helion_exp_bwd": Mode.BWD}
 
     def default_shapes(self) -> list[Shape]:
         return [(n,) for n in (CPU_SIZES if self.device == "cpu" else CUDA_SIZES)]

@@ -28,6 +28,7 @@ the output and of both gradients was about a quarter of ``r * T``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ from harness.operator import (
     DEFAULT_TOLERANCES,
     Backend,
     BenchmarkOperator,
+    KernelWork,
     Mode,
     Shape,
     TritonbenchAdapter,
@@ -114,6 +116,21 @@ def matmul_flops(shape: Shape, mode: Mode) -> int:
     return 2 * m * n * k * {Mode.FWD: 1, Mode.FWD_NO_GRAD: 1, Mode.BWD: 2, Mode.FWD_BWD: 3}[mode]
 
 
+MATMUL_KERNEL = re.compile(r"matmul|gemm|gemv|nvjet|xmma|cutlass|triton_tem_")
+"""Names of kernels that compute one whole matmul a launch: ours (Triton's and Helion's, the
+split-K kernel included), cuBLAS's and Inductor's templates; never a reduction of split-K parts."""
+
+
+def matmul_kernel_work(shape: Shape, element_size: int, kernel: str) -> KernelWork | None:
+    """One launch of a matmul kernel of a gemm or addmm call: every matmul of it, forward or
+    backward, does ``2 * M * N * K`` flops over operands and a product of the sizes (M, K), (K, N)
+    and (M, N), each moved once at the fewest."""
+    if not MATMUL_KERNEL.search(kernel) or "reduc" in kernel.lower():
+        return None
+    m, n, k = shape
+    return KernelWork((m * k + k * n + m * n) * element_size, 2 * m * n * k)
+
+
 def from_tritonbench_gemm(a: torch.Tensor, w: torch.Tensor,
                           bias: torch.Tensor | None = None) -> TritonbenchCall:
     """tritonbench's ``gemm`` tuple ``(a, w, bias)``: our ``gemm``, or with a row bias ``(N,)``
@@ -153,6 +170,9 @@ class GemmOperator(BenchmarkOperator):
 
     def flops(self, shape: Shape, mode: Mode) -> int:
         return matmul_flops(shape, mode)
+
+    def kernel_work(self, shape: Shape, mode: Mode, kernel: str) -> KernelWork | None:
+        return matmul_kernel_work(shape, self.dtype.itemsize, kernel)
 
     def tolerance(self, shape: Shape, tensor: str) -> tuple[float, float]:
         return matmul_tolerance(self.device, self.dtype, typical_magnitude(*shape))

@@ -80,6 +80,14 @@ class RMSNormOperator(BenchmarkOperator):
     tritonbench_adapters = {"rms_norm": TritonbenchAdapter(from_tritonbench_rms_norm)}
     helion_tuning = "operators.rms_norm.helion_tuning"
     x_val_label = "MxN"
+    whole_direction_kernels = {
+        **dict.fromkeys(("_rms_norm_fwd_kernel", "_rms_norm_fwd_looped_kernel", "_helion_rms_norm_fwd"),
+                        Mode.FWD),
+        # The one-pass backward kernels; the two-pass ones (row_dot, stripe) read the rows twice.
+        **dict.fromkeys(("_rms_norm_bwd_kernel", "_rms_norm_bwd_prefetch_kernel", "_rms_norm_bwd_kept_kernel",
+                         "_rms_norm_bwd_row_split_kernel", "_helion_rms_norm_bwd",
+                         "_helion_rms_norm_bwd_row_split", "_helion_rms_norm_bwd_shared_rows"), Mode.BWD),
+    }
 
     def default_shapes(self) -> list[Shape]:
         return CPU_SHAPES if self.device == "cpu" else CUDA_SHAPES

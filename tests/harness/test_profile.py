@@ -7,8 +7,10 @@ from pathlib import Path
 
 import torch
 
+from harness.measure.profile import with_work
 from harness.operator import Mode
-from harness.report.results import read_json
+from harness.report.results import Record, read_json
+from harness.report.table import kernel_tables
 from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
 from tests.helpers import cpu_settings, run_cells, run_cli
@@ -22,9 +24,12 @@ def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == sorted(f"exp_{mode}_1000_{backend}.json"
                            for mode in ("fwd", "bwd") for backend in ("eager", "triton"))
-    events = json.loads((tmp_path / "exp_bwd_1000_eager.json").read_text())["traceEvents"]
+    events = json.loads((tmp_path / "exp_fwd_1000_eager.json").read_text())["traceEvents"]
     calls = [e for e in events if e.get("name") == "opbench.call"]
-    assert len(calls) == 3 and not any("zero_" in e.get("name", "") for e in events), "no flush in the trace"
+    assert len(calls) == 3
+    ops = [e for e in events if e.get("cat") == "cpu_op" and e["name"] != "opbench.call"]
+    assert ops and all(any(c["ts"] <= e["ts"] <= c["ts"] + c["dur"] for c in calls) for e in ops), \
+        "the trace holds the calls' own work only: no flush, spin or set-up between them"
 
 
 def test_the_kernels_metric_lists_what_a_call_launched_with_its_share() -> None:
@@ -61,3 +66,38 @@ def test_isolated_cells_carry_their_kernels_back_and_write_their_traces(tmp_path
     assert record.value == len(record.extra["kernels"]) >= 1
     events = json.loads((tmp_path / "traces" / "exp_fwd_1000_eager.json").read_text())["traceEvents"]
     assert len([e for e in events if e.get("name") == "opbench.call"]) == 3
+
+
+def _kernel(name: str, calls: float = 1.0, us: float = 10.0) -> dict:
+    return {"name": name, "calls": calls, "us_per_call": us, "share": 1.0}
+
+
+def test_a_kernel_gets_its_work_from_the_operator_or_as_a_call_s_only_kernel() -> None:
+    op = ExpOperator("cuda", torch.bfloat16)
+    fwd = op.bytes_moved((1024,), Mode.FWD), op.flops((1024,), Mode.FWD)
+    bwd = op.bytes_moved((1024,), Mode.BWD), op.flops((1024,), Mode.BWD)
+    named = with_work([_kernel("_exp_fwd_kernel"), _kernel("_helion_exp_bwd")], op, (1024,), Mode.FWD_BWD)
+    assert [(k["bytes_moved"], k["flops"]) for k in named] == [fwd, bwd]
+    (alone,) = with_work([_kernel("vectorized_elementwise_kernel")], op, (1024,), Mode.FWD)
+    assert (alone["bytes_moved"], alone["flops"]) == fwd, "a call of one kernel does the call's work"
+    unknown = with_work([_kernel("a"), _kernel("b")], op, (1024,), Mode.FWD)
+    unknown += with_work([_kernel("a", calls=2)], op, (1024,), Mode.FWD)
+    assert all(k["bytes_moved"] is None and k["flops"] is None for k in unknown)
+
+
+def _kernels_record(kernels: list[dict]) -> Record:
+    return Record("gemm", "bwd", "bfloat16", [256, 256, 256], "triton", "kernels", float(len(kernels)),
+                  "count", extra={"kernels": kernels})
+
+
+def test_kernel_tables_give_the_rates_of_kernels_whose_work_is_known() -> None:
+    known = {**_kernel("_matmul_tma_kernel", calls=2, us=20.0), "bytes_moved": 4_000_000,
+             "flops": 6_000_000_000}
+    unknown = {**_kernel("_split_k_reduce_kernel"), "bytes_moved": None, "flops": None}
+    (table,) = kernel_tables([_kernels_record([known, unknown])])
+    header, _, first, second = table.splitlines()[1:5]
+    assert header.split()[-2:] == ["GB/s", "TFLOP/s"]
+    assert first.split()[-2:] == ["400", "600"], "2 launches of 4 MB and 6 GFLOP in 20 us"
+    assert second.split()[-2:] == ["-", "-"]
+    (plain,) = kernel_tables([_kernels_record([unknown])])
+    assert "GB/s" not in plain and "TFLOP/s" not in plain
