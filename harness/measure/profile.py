@@ -60,11 +60,14 @@ def with_work(kernels: list[dict[str, Any]], op: BenchmarkOperator, shape: Shape
               mode: Mode) -> list[dict[str, Any]]:
     """``kernels`` with ``bytes_moved`` and ``flops`` of one launch of each (None where unknown): the
     operator's :meth:`~harness.operator.BenchmarkOperator.kernel_work` by name, or, for a call of
-    one kernel launched once, the call's whole model."""
+    one kernel launched once, the call's whole model.  Only GPU kernels have work: on the CPU the
+    "kernels" are operators (``aten::matmul`` wraps the ``aten::mm`` that does the work)."""
     whole = KernelWork(op.bytes_moved(shape, mode), op.flops(shape, mode))
     alone = len(kernels) == 1 and kernels[0]["calls"] == 1
     worked = []
     for kernel in kernels:
-        work = op.kernel_work(shape, mode, kernel["name"]) or (whole if alone else KernelWork())
+        work = KernelWork()
+        if op.device == "cuda":
+            work = op.kernel_work(shape, mode, kernel["name"]) or (whole if alone else work)
         worked.append({**kernel, "bytes_moved": work.bytes_moved, "flops": work.flops})
     return worked

@@ -68,7 +68,8 @@ class Measurement:
     first_call_ms: float | None = None
     peak_mem_bytes: int | None = None
     kernels: list[dict[str, Any]] | None = None
-    """What one call launched (:func:`harness.measure.profile.profile_cell`), when profiled."""
+    """What one call launched (:func:`harness.measure.profile.profile_cell`), when profiled, with
+    each launch's modelled work where known (:func:`harness.measure.profile.with_work`)."""
     notes: list[str] = field(default_factory=list)
     """What the cell's kernels said about how they ran (:mod:`harness.notes`), e.g. on
     which stored config."""

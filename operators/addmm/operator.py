@@ -50,6 +50,7 @@ from operators.skips import interpreter_bf16_skip
 
 DEFAULT_OPTIONS: dict[str, Any] = {"bias": "1d", "alpha": 1.0, "beta": 1.0}
 ROW_SUM_PARTS_KERNELS = ("_row_sum_parts_kernel", "_helion_row_sum_parts_kernel")
+"""The first kernel of our row-vector bias gradient (Triton's, Helion's): its launch reads ``grad``."""
 
 Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -120,12 +121,16 @@ class AddmmOperator(BenchmarkOperator):
         return matmul_flops(shape, mode)
 
     def kernel_work(self, shape: Shape, mode: Mode, kernel: str) -> KernelWork | None:
-        """A matmul launch as gemm's; the first kernel of our row-vector bias gradient reads the
-        whole of ``grad`` (M, N)."""
+        """A matmul launch as gemm's, which in a forward-only call also reads the bias (its
+        epilogue's; under split-K the reduce kernel reads it instead); the first kernel of our
+        row-vector bias gradient reads the whole of ``grad`` (M, N)."""
         if kernel in ROW_SUM_PARTS_KERNELS:
             m, n, _ = shape
             return KernelWork(m * n * self.dtype.itemsize)
-        return matmul_kernel_work(shape, self.dtype.itemsize, kernel)
+        work = matmul_kernel_work(shape, self.dtype.itemsize, kernel)
+        if work is not None and mode in (Mode.FWD, Mode.FWD_NO_GRAD):
+            return KernelWork(self.bytes_moved(shape, Mode.FWD), work.flops)
+        return work
 
     def expected_magnitude(self, shape: Shape, tensor: str) -> float:
         """The typical size of a compared tensor's entries (see the module docstring)."""

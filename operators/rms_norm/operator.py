@@ -83,7 +83,8 @@ class RMSNormOperator(BenchmarkOperator):
     whole_direction_kernels = {
         **dict.fromkeys(("_rms_norm_fwd_kernel", "_rms_norm_fwd_looped_kernel", "_helion_rms_norm_fwd"),
                         Mode.FWD),
-        # The one-pass backward kernels; the two-pass ones (row_dot, stripe) read the rows twice.
+        # The backward kernels that do all of its row work in one launch; the two-pass backward
+        # (row_dot, then stripe) splits it over two, and the dw sums only add partial rows.
         **dict.fromkeys(("_rms_norm_bwd_kernel", "_rms_norm_bwd_prefetch_kernel", "_rms_norm_bwd_kept_kernel",
                          "_rms_norm_bwd_row_split_kernel", "_helion_rms_norm_bwd",
                          "_helion_rms_norm_bwd_row_split", "_helion_rms_norm_bwd_shared_rows"), Mode.BWD),

@@ -24,12 +24,13 @@ def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == sorted(f"exp_{mode}_1000_{backend}.json"
                            for mode in ("fwd", "bwd") for backend in ("eager", "triton"))
-    events = json.loads((tmp_path / "exp_fwd_1000_eager.json").read_text())["traceEvents"]
-    calls = [e for e in events if e.get("name") == "opbench.call"]
-    assert len(calls) == 3
-    ops = [e for e in events if e.get("cat") == "cpu_op" and e["name"] != "opbench.call"]
-    assert ops and all(any(c["ts"] <= e["ts"] <= c["ts"] + c["dur"] for c in calls) for e in ops), \
-        "the trace holds the calls' own work only: no flush, spin or set-up between them"
+    for name in names:
+        events = json.loads((tmp_path / name).read_text())["traceEvents"]
+        calls = [e for e in events if e.get("name") == "opbench.call"]
+        assert len(calls) == 3, name
+        ops = [e for e in events if e.get("cat") == "cpu_op" and e["name"] != "opbench.call"]
+        assert ops and all(any(c["ts"] <= e["ts"] <= c["ts"] + c["dur"] for c in calls) for e in ops), \
+            f"{name}: the trace holds the calls' own work only, no flush, spin or set-up between them"
 
 
 def test_the_kernels_metric_lists_what_a_call_launched_with_its_share() -> None:
@@ -40,6 +41,8 @@ def test_the_kernels_metric_lists_what_a_call_launched_with_its_share() -> None:
     assert record.value == len(kernels) >= 1
     assert any("exp" in k["name"] for k in kernels)
     assert abs(sum(k["share"] for k in kernels) - 1.0) < 1e-9 and kernels[0]["us_per_call"] > 0
+    assert all(k["bytes_moved"] is None and k["flops"] is None for k in kernels), \
+        "on the CPU the kernels are operators, whose self time does no modelled work"
 
 
 def test_the_run_prints_a_kernel_table_per_profiled_cell() -> None:
@@ -73,6 +76,7 @@ def _kernel(name: str, calls: float = 1.0, us: float = 10.0) -> dict:
 
 
 def test_a_kernel_gets_its_work_from_the_operator_or_as_a_call_s_only_kernel() -> None:
+    """The rule of a GPU run's kernels (an operator made for ``cuda``; nothing runs on it)."""
     op = ExpOperator("cuda", torch.bfloat16)
     fwd = op.bytes_moved((1024,), Mode.FWD), op.flops((1024,), Mode.FWD)
     bwd = op.bytes_moved((1024,), Mode.BWD), op.flops((1024,), Mode.BWD)

@@ -49,12 +49,31 @@ def test_each_matmul_launch_of_a_gemm_call_is_one_whole_matmul() -> None:
         for mode in Mode:
             assert op.kernel_work(shape, mode, name) == whole, name
     for name in ("_split_k_reduce_kernel", "_helion_split_k_reduce_kernel", "_row_sum_parts_kernel",
-                 "void cublasLt::splitKreduce_kernel<32, 16>", "void at::native::reduce_kernel<128, 4>"):
+                 "void cublasLt::splitKreduce_kernel<32, 16>", "void at::native::reduce_kernel<128, 4>",
+                 "triton_poi_fused_addmm_0", "triton_red_fused_sum_0", "Memset (Device)",
+                 "void at::native::elementwise_kernel<128, 2>", "Memcpy DtoD (Device -> Device)"):
         assert op.kernel_work(shape, Mode.BWD, name) is None, name
 
 
-def test_addmm_s_row_sum_reads_the_whole_gradient_and_its_matmuls_are_gemm_s() -> None:
-    op = AddmmOperator("cuda", torch.float16)
-    row_sum = op.kernel_work((300, 200, 100), Mode.BWD, "_helion_row_sum_parts_kernel")
+def test_the_rms_norm_kernels_given_a_direction_are_the_ones_that_do_all_its_row_work() -> None:
+    given = RMSNormOperator.whole_direction_kernels
+    assert {name for name, mode in given.items() if mode is Mode.FWD} == {
+        "_rms_norm_fwd_kernel", "_rms_norm_fwd_looped_kernel", "_helion_rms_norm_fwd"}
+    split_or_partial = {"_rms_norm_bwd_row_dot_kernel", "_rms_norm_bwd_stripe_kernel", "_sum_rows_kernel",
+                        "_helion_rms_norm_bwd_row_dot", "_helion_rms_norm_bwd_stripe",
+                        "_helion_rms_norm_dw_sum"}
+    assert split_or_partial <= _defined_kernels("rms_norm") and not split_or_partial & set(given)
+    backward = {name for name in _defined_kernels("rms_norm") if "_bwd" in name} - split_or_partial
+    assert backward - {"_rms_norm_bwd_kernel"} and {n for n, m in given.items() if m is Mode.BWD} == backward
+
+
+def test_addmm_s_row_sum_reads_the_whole_gradient_and_its_forward_launch_the_bias() -> None:
+    shape = (300, 200, 100)
+    op = AddmmOperator("cuda", torch.float16, {"bias": "2d", "alpha": 1.0, "beta": 1.0})
+    row_sum = op.kernel_work(shape, Mode.BWD, "_helion_row_sum_parts_kernel")
     assert row_sum == KernelWork(300 * 200 * 2)
-    assert op.kernel_work((300, 200, 100), Mode.BWD, "_matmul_tma_kernel").flops == 2 * 300 * 200 * 100
+    gemm = GemmOperator("cuda", torch.float16).kernel_work(shape, Mode.BWD, "_matmul_tma_kernel")
+    assert op.kernel_work(shape, Mode.BWD, "_matmul_tma_kernel") == gemm
+    for mode in (Mode.FWD, Mode.FWD_NO_GRAD):
+        forward = op.kernel_work(shape, mode, "_matmul_tma_kernel")
+        assert forward == KernelWork(gemm.bytes_moved + 300 * 200 * 2, gemm.flops), "the 2-D bias read too"
