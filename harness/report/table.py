@@ -190,21 +190,38 @@ def _kernel_rate(kernel: dict, work: str, unit: float) -> str:
     return f"{per_launch * kernel['calls'] / (kernel['us_per_call'] * 1e-6) / unit:.4g}"
 
 
+OVERLAP_SHOWN = 0.05
+"""A kernel table shows the kernels' spans where one spans this much more than its own time."""
+SPAN_NOTE = ("span: start to end, where a kernel overlaps the one before it (a programmatic dependent "
+             "launch waits there); us/call, share and rates count only the time it adds")
+
+
+def _overlaps(kernel: dict) -> bool:
+    return kernel.get("span_us_per_call", 0.0) > (1 + OVERLAP_SHOWN) * kernel["us_per_call"]
+
+
 def kernel_tables(records: Iterable[Record], top: int = 8) -> list[str]:
     """One table per profiled cell of what its call launched: each kernel's calls and device time
-    per call, its share of the cell's kernel time, largest first (``top`` of them), and its GB/s
-    and TFLOP/s where the work of its launches is known (columns left out where none is)."""
+    per call (the time it adds to the call's: :func:`~harness.measure.profile.exposed_times`), its
+    share of the cell's kernel time, largest first (``top`` of them), its span where kernels
+    overlap, and its GB/s and TFLOP/s where the work of its launches is known (columns left out
+    where none is)."""
     tables = []
     for r in records:
         kernels = r.extra.get("kernels") if r.metric == "kernels" else None
         if not kernels:
             continue
         shown = kernels[:top]
+        spans = any(_overlaps(k) for k in shown)
         rates = [rate for rate in KERNEL_RATES if any(k.get(rate[0]) is not None for k in shown)]
-        rows = [[k["name"][:70], f"{k['calls']:g}", f"{k['us_per_call']:.2f}", f"{100 * k['share']:.1f}%",
-                 *(_kernel_rate(k, work, unit) for work, _, unit in rates)] for k in shown]
-        headers = ["kernel", "calls", "us/call", "share", *(header for _, header, _ in rates)]
+        rows = [[k["name"][:70], f"{k['calls']:g}", f"{k['us_per_call']:.2f}",
+                 *([f"{k.get('span_us_per_call', k['us_per_call']):.2f}"] if spans else []),
+                 f"{100 * k['share']:.1f}%", *(_kernel_rate(k, work, unit) for work, _, unit in rates)]
+                for k in shown]
+        headers = ["kernel", "calls", "us/call", *(["span"] if spans else []), "share",
+                   *(header for _, header, _ in rates)]
         more = f"\n(and {len(kernels) - top} more)" if len(kernels) > top else ""
+        note = f"\n{SPAN_NOTE}" if spans else ""
         title = f"kernels of {r.op} {r.mode} {x_label(r.x_val)} {r.backend}"
-        tables.append(title + "\n" + tabulate(rows, headers=headers, disable_numparse=True) + more)
+        tables.append(title + "\n" + tabulate(rows, headers=headers, disable_numparse=True) + more + note)
     return tables

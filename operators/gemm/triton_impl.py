@@ -24,7 +24,8 @@ The tiled kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
   (torch's float32 matmul precision "highest", computed without tensor cores) and for GPUs
   without TMA: masked pointer loads with arbitrary strides, same tile order and epilogue.
 
-Configs are chosen by ``triton.autotune`` per shape, layout and bias kind on the first call;
+Configs are chosen by ``triton.autotune`` per shape, layout and bias kind on the first call, timed
+as the benchmark times (:mod:`operators.gemm.autotune_timer`);
 under Triton's CPU interpreter (no timers) one small config runs instead.  The public functions
 :func:`matmul` and :func:`addmm` call the custom ops ``opbench::matmul`` and ``opbench::addmm``, whose
 autograd (and :mod:`operators.gemm.triton_direct`'s, undispatched) runs the kernels on transposed operands::
@@ -42,6 +43,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from operators.gemm.alignment import aligned_operand, output_buffer
+from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import (
@@ -120,6 +122,7 @@ def _accumulate(a_desc, b_desc, off_m, off_n, K, A_TRANS: tl.constexpr, B_TRANS:
     configs=INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS,
     key=TUNING_KEY,
     prune_configs_by={"early_config_prune": prune_tma},
+    do_bench=flushed_bench,
 )
 @triton.jit
 def _matmul_tma_kernel(
@@ -168,6 +171,7 @@ def _matmul_tma_kernel(
     configs=INTERPRETER_POINTER_CONFIGS if INTERPRETED else POINTER_CONFIGS,
     key=TUNING_KEY,
     prune_configs_by={"early_config_prune": prune_pointer},
+    do_bench=flushed_bench,
 )
 @triton.jit
 def _matmul_pointer_kernel(

@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import (
     FULL_BIAS,
@@ -104,7 +105,8 @@ def _split_k_reduce_kernel(
 
 _TUNED = {
     name: triton.autotune(configs=list(route.configs), key=SPLIT_K_TUNING_KEY,
-                          prune_configs_by={"early_config_prune": prune_split_k})(_matmul_split_k_kernel)
+                          prune_configs_by={"early_config_prune": prune_split_k},
+                          do_bench=flushed_bench)(_matmul_split_k_kernel)
     for name, route in ACTIVE_ROUTES.items() if route.kernel is Kernel.SPLIT_K
 }
 """The split-K kernel autotuned over each regime's own configs."""

@@ -7,13 +7,17 @@ from pathlib import Path
 
 import torch
 
-from harness.measure.profile import with_work
+from harness.measure.profile import CALLS, exposed_times, kernel_times, with_work
 from harness.operator import Mode
 from harness.report.results import Record, read_json
 from harness.report.table import kernel_tables
 from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
 from tests.helpers import cpu_settings, run_cells, run_cli
+
+PDL_TRACE = Path(__file__).parents[2] / "results/h200/rms_norm/profile/rms_norm_bwd_16384x8192_triton.json"
+"""An H200 trace of 3 calls whose second kernel, rms_norm's ``dw`` sum, is a programmatic
+dependent launch of the first: it starts while that one runs and waits."""
 
 
 def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
@@ -104,4 +108,23 @@ def test_kernel_tables_give_the_rates_of_kernels_whose_work_is_known() -> None:
     assert first.split()[-2:] == ["400", "600"], "2 launches of 4 MB and 6 GFLOP in 20 us"
     assert second.split()[-2:] == ["-", "-"]
     (plain,) = kernel_tables([_kernels_record([unknown])])
-    assert "GB/s" not in plain and "TFLOP/s" not in plain
+    assert "GB/s" not in plain and "TFLOP/s" not in plain and "span" not in plain
+
+
+def test_a_kernel_counts_only_the_time_it_adds_to_the_device_s_busy_time() -> None:
+    assert exposed_times([("c", 20.0, 21.0), ("a", 0.0, 10.0), ("b", 4.0, 12.0), ("d", 20.5, 20.75)]) == [
+        ("a", 10.0, 10.0), ("b", 8.0, 2.0), ("c", 1.0, 1.0), ("d", 0.25, 0.0)]
+
+
+def test_a_programmatic_dependent_launch_is_not_charged_for_its_wait() -> None:
+    events = json.loads(PDL_TRACE.read_text())["traceEvents"]
+    intervals = [(e["name"], e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel"]
+    assert len(intervals) == 2 * CALLS
+    main, dw_sum = kernel_times(intervals)
+    assert (main["name"], dw_sum["name"]) == ("_rms_norm_bwd_kernel", "_sum_rows_kernel")
+    assert dw_sum["span_us_per_call"] > 70, "its spans include the wait (3, 82 and 142 us)"
+    assert 3 < dw_sum["us_per_call"] < 5 and dw_sum["share"] < 0.02, "it ends 3-4.3 us after the main kernel"
+    assert main["us_per_call"] == main["span_us_per_call"]
+    (table,) = kernel_tables([_kernels_record([main, dw_sum])])
+    assert table.splitlines()[1].split()[:5] == ["kernel", "calls", "us/call", "span", "share"]
+    assert "programmatic dependent launch" in table.splitlines()[-1]
