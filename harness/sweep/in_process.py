@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from harness.error_line import CONTEXT_LOST_NOTE
+from harness.error_line import CONTEXT_LOST_NOTE, error_line
 from harness.measure.cell import (
     Cell,
     Reference,
@@ -162,9 +162,12 @@ class ShapeRun:
             time_cell(self.cells[name].cell, measurement, self.timers)
         except Exception as exc:  # noqa: BLE001
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
-            # would pass for a healthy cell with fewer repeats.
+            # would pass for a healthy cell with fewer repeats.  Nor is it accurate: a call of
+            # it returned no result.
             measurement.timings.clear()
-            measurement.accuracy = _verdict(self.cells.pop(name))
+            built = self.cells.pop(name)
+            built.checks.append(_failure(f"a timed call failed: {error_line(error_text(exc))}"))
+            measurement.accuracy = _verdict(built)
             self.failed(name, error_text(exc))
 
     def finish(self, name: str) -> CellResult:
@@ -196,7 +199,8 @@ class ShapeRun:
         try:
             again = check_again(self.op, self.mode, built.cell, given.fresh, given.diff,
                                 given.fresh_reference, self.tolerance)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
+            built.checks.append(_failure(f"check after timing failed: {error_line(error_text(exc))}"))
             self.failed(name, f"check after timing failed: {error_text(exc)}")
             return
         reason = None if again.passed else f"on fresh inputs after timing: {again.reason}"

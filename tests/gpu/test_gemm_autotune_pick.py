@@ -17,7 +17,8 @@ from operators.gemm.triton_dispatch import Kernel, plan
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
                     reason="the TMA kernel needs Hopper")
-@pytest.mark.parametrize("shape", [(1000, 1000, 1000), (1024, 1024, 1024)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", [(1000, 1000, 1000), (1024, 1024, 1024)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_autotuned_tiled_pick_is_the_benchmarks_fastest(shape: tuple[int, int, int]) -> None:
     a, b = operands(*shape, "cuda", torch.bfloat16)
     assert plan(*shape, "tf32", a.device).kernel is Kernel.TMA

@@ -73,6 +73,26 @@ class FaultyExp(ExpOperator):
         return once
 
     @register_benchmark()
+    def raises_after_first(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        calls = []
+
+        def broken_later() -> torch.Tensor:
+            calls.append(1)
+            if len(calls) > 1:
+                raise RuntimeError("second call broke")
+            return torch.exp(x)
+        return broken_later
+
+    @register_benchmark()
+    def detached_after_first(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        calls = []
+
+        def detached_later() -> torch.Tensor:
+            calls.append(1)
+            return torch.exp(x) if len(calls) == 1 else torch.exp(x.detach())
+        return detached_later
+
+    @register_benchmark()
     def scales_dy_in_place(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         return lambda: _ScaleGradInPlace.apply(torch.exp(x))
 
@@ -250,6 +270,30 @@ def test_a_forward_backward_right_only_on_the_first_call_fails(backend: str) -> 
     op = FaultyExp("cpu", torch.float32)
     cells = run_cells(op, Mode.FWD_BWD, (500,), ["accuracy", "latency"], ["eager", backend])
     assert cells[(backend, "latency")].status == "error" or cells[(backend, "accuracy")].value == 0.0
+
+
+BROKEN_LATER = [(mode, metrics, backend) for mode, metrics in [(Mode.BWD, ["accuracy", "latency"]),
+                                                                 (Mode.BWD, ["accuracy"])]
+                for backend in ("raises_after_first", "detached_after_first")]
+BROKEN_LATER.append((Mode.FWD, ["accuracy"], "raises_after_first"))
+
+
+@pytest.mark.parametrize(("mode", "metrics", "backend"), BROKEN_LATER)
+def test_a_backend_that_breaks_after_its_first_call_fails_accuracy(mode: Mode, metrics: list[str],
+                                                                   backend: str) -> None:
+    cells = run_cells(FaultyExp("cpu", torch.float32), mode, (500,), metrics, ["eager", backend])
+    accuracy = cells[(backend, "accuracy")]
+    assert accuracy.value == 0.0 and "check after timing failed" in accuracy.note, accuracy.note
+    assert "\n" not in accuracy.note
+    assert cells[("eager", "accuracy")].value == 1.0
+
+
+def test_a_backend_whose_timed_call_raises_fails_accuracy_too() -> None:
+    cells = run_cells(FaultyExp("cpu", torch.float32), Mode.FWD, (500,), ["accuracy", "latency"],
+                      ["eager", "raises_after_first"])
+    assert cells[("raises_after_first", "latency")].status == "error"
+    accuracy = cells[("raises_after_first", "accuracy")]
+    assert accuracy.value == 0.0 and "a timed call failed: RuntimeError: second call broke" in accuracy.note
 
 
 @pytest.mark.parametrize("metrics", [["accuracy"], ["accuracy", "latency"]])
