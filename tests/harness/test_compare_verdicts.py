@@ -273,3 +273,34 @@ def test_a_baseline_of_several_runs_widens_a_cell_that_moves_between_runs(
     assert code == 0, err
     verdicts = markdown_verdicts(summary.read_text())
     assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"}
+
+
+@pytest.mark.parametrize(("run_noise", "verdict"), [("0.01", "unchanged"), ("0.001", "regression")])
+def test_a_shift_inside_twice_the_run_noise_is_no_verdict_however_tight_the_repeats(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], run_noise: str, verdict: str) -> None:
+    """Repeats 0.5% apart inside each run make a 1.5% shift between runs significant within the
+    run; at a 1% threshold only the run-to-run noise (``--run-noise``) keeps it from failing."""
+    current = sweep(seed=2, scale=dict.fromkeys(BACKENDS, 1.015))
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current, "--threshold", "0.01",
+                          "--small-threshold", "0.01", "--run-noise", run_noise)
+    assert {v for v, _ in verdicts.values()} == {verdict}
+    assert code == (1 if verdict == "regression" else 0)
+
+
+def test_the_spread_of_several_baseline_runs_is_the_cell_s_run_noise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Baseline runs at 1.00 and 1.10 ms (an autotuner's pick moving): a current 1.12 ms is 7%
+    over their pooled median, past the 5% threshold, and inside twice their run noise (~4.8%)."""
+    first, second = sweep(seed=1), sweep(seed=3, scale={"torch_compile": 1.10})
+    current = sweep(seed=2, scale={"torch_compile": 1.12})
+    summary = tmp_path / "runs.md"
+    files = [write(tmp_path / f"{name}.json", records)
+             for name, records in (("first", first), ("second", second), ("cur", current))]
+    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
+    assert code == 0, err
+    verdicts = markdown_verdicts(summary.read_text())
+    assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"}
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in summary.read_text().splitlines()]
+    judged = [(float(cols[7]), float(cols[9].rstrip("%"))) for cols in rows
+              if len(cols) == 12 and cols[4] == "torch_compile"]
+    assert len(judged) == 3 and all(ratio > 1.05 and noise > 4.0 for ratio, noise in judged), judged
