@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.report.results import Record, ResultFileError, read_json
+from harness.settings import FLUSHES
 
 
 class CompareInputError(ValueError):
@@ -37,6 +40,9 @@ def load(role: str, path: Path) -> ResultFile:
             f"{role} {path}: malformed result file ({type(exc).__name__}: {exc})") from exc
     if not isinstance(header, dict):
         raise CompareInputError(f"{role} {path}: malformed result file (header is not an object)")
+    for name, valid in HEADER_FIELDS.items():
+        if header.get(name) is not None and not valid(header[name]):
+            raise CompareInputError(f"{role} {path}: malformed header field {name}: {header[name]!r}")
     seen = set()
     for record in records:
         if (record.cell(), record.metric) in seen:
@@ -44,6 +50,31 @@ def load(role: str, path: Path) -> ResultFile:
         seen.add((record.cell(), record.metric))
     return ResultFile(role, Path(path), header, records)
 
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _tolerance(value: Any) -> bool:
+    return isinstance(value, dict) and all(value.get(key) is None or (_number(value[key]) and value[key] >= 0)
+                                           for key in ("rtol", "atol"))
+
+
+def _timer(value: Any) -> bool:
+    return (isinstance(value, dict) and value.get("flush", "dirty") in FLUSHES
+            and all(_number(value.get(key)) and value[key] >= 0 for key in ("warmup_ms", "rep_ms")))
+
+
+HEADER_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "device_name": lambda v: isinstance(v, str),
+    "git_commit": lambda v: isinstance(v, str),
+    "repeats": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+    "isolate": lambda v: isinstance(v, bool),
+    "options": lambda v: isinstance(v, dict),
+    "tolerance": _tolerance,
+    "timer": _timer,
+}
+"""The header fields compare reads, and what a well-formed value of each is (where present)."""
 
 PROVENANCE = ("device_name", "git_commit", "timer", "repeats", "options", "tolerance", "isolate")
 """Header fields a current run must carry: where, from which code and how it was measured."""

@@ -189,3 +189,28 @@ def test_runs_with_different_tolerances_are_refused(
     cur = write(tmp_path / "cur.json", records, tolerance={"rtol": 10.0, "atol": None})
     code, _, err = run_compare(capsys, base, cur)
     assert code == 2 and "different tolerance" in err
+
+
+MALFORMED_HEADERS = [("repeats", "abc"), ("repeats", 0), ("isolate", "yes"),
+                     ("tolerance", {"rtol": "x", "atol": None}),
+                     ("timer", {"warmup_ms": 25.0, "rep_ms": -1.0}),
+                     ("timer", {"warmup_ms": 25.0, "rep_ms": 100.0, "flush": "none"})]
+
+
+@pytest.mark.parametrize(("field", "value"), MALFORMED_HEADERS)
+def test_a_malformed_header_field_is_refused_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object) -> None:
+    records = sweep(seed=1)
+    base = write(tmp_path / "base.json", records)
+    cur = write(tmp_path / "cur.json", records, **{field: value})
+    code, _, err = run_compare(capsys, base, cur)
+    assert code == 2 and f"malformed header field {field}" in err and str(cur) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_runs_with_and_without_isolation_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    base = write(tmp_path / "base.json", records)
+    code, _, err = run_compare(capsys, base, write(tmp_path / "cur.json", records, isolate=True))
+    assert code == 2 and "different isolate" in err

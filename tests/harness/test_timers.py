@@ -101,3 +101,16 @@ def test_a_cuda_repeat_takes_as_many_samples_as_its_wall_budgets_hold(
     assert 15 <= stats.n <= 40, "40 ms of 1 ms samples, whatever the call's 5 us"
     assert 1 <= len(calls) - timing.ESTIMATE_SAMPLES - stats.n <= 5, "5 ms of warm-up"
     assert elapsed_ms < 2000.0
+
+
+@pytest.mark.parametrize(("argv", "writes"), [([], False), (["--l2-flush", "clean"], False),
+                                              (["--l2-flush", "dirty"], True)])
+def test_the_default_flush_reads_its_buffer_and_leaves_l2_clean(monkeypatch: pytest.MonkeyPatch,
+                                                                 argv: list[str], writes: bool) -> None:
+    """Issue 16: a flush that writes leaves dirty lines whose write-back lands in the timed call."""
+    made: list[bool] = []
+    monkeypatch.setattr(timing, "L2Flusher", lambda device, write: made.append(write))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    flush = build_parser().parse_args(["--op", "exp", *argv]).l2_flush
+    timing.CudaTimer(TimerSettings.default("cuda", flush=flush))._flusher()
+    assert made == [writes]
