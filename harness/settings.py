@@ -24,7 +24,7 @@ DEFAULT_FLUSH = FLUSHES[0]
 @dataclass(frozen=True)
 class TimerSettings:
     """How cells are timed: warm-up and measurement budgets in ms (wall time a repeat on CUDA,
-    :func:`harness.measure.timing.sample_counts`), CUDA-graph replay."""
+    :func:`harness.timing.sample_counts`), CUDA-graph replay."""
 
     warmup_ms: float
     rep_ms: float

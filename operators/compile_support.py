@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -14,17 +15,27 @@ class GraphBreakError(RuntimeError):
     """Dynamo could not trace a ``fullgraph=True`` call whole; the message is Dynamo's reason."""
 
 
+def _own_frame(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A function calling ``fn`` whose code object is new: Dynamo keeps its compiled graphs and
+    their recompile count per code object, so each one compiles and keeps its own."""
+    def frame(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+    code = frame.__code__.replace()
+    return types.FunctionType(code, frame.__globals__, fn.__name__, None, frame.__closure__)
+
+
 def compiled(fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
     """``torch.compile(fn, fullgraph=True)`` (Inductor) set up for benchmarking forward and backward.
 
     Donated buffers are turned off: the harness times the backward on a retained graph,
-    which donated buffers forbid.  Dynamo's caches are reset first: every shape of a sweep
-    compiles anew (``dynamic=False``), which would otherwise hit the recompile limit.  A graph
-    break raises :class:`GraphBreakError` with Dynamo's reason, which becomes the cell's error.
+    which donated buffers forbid.  Each call of ``compiled`` traces ``fn`` in a frame of its own
+    (:func:`_own_frame`), so every shape of a sweep compiles anew (``dynamic=False``) without
+    reaching the recompile limit, and without a reset of Dynamo's caches, which would make the
+    backends built before it compile again inside their timed repeats.  A graph break raises
+    :class:`GraphBreakError` with Dynamo's reason, which becomes the cell's error.
     """
     functorch_config.donated_buffer = False
-    torch._dynamo.reset()
-    graph = torch.compile(fn, fullgraph=True, dynamic=False, **options)
+    graph = torch.compile(_own_frame(fn), fullgraph=True, dynamic=False, **options)
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:

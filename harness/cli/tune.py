@@ -15,10 +15,10 @@ import sys
 import torch
 
 from harness.cli.args import OneLineParser, UsageError, validate_choices
-from harness.measure.timing import make_timer
 from harness.operator import DTYPE_NAMES
 from harness.registry import load_operator, operator_names
 from harness.settings import TUNE_REP_MS, TUNE_WARMUP_MS, TimerSettings
+from harness.timing import make_timer
 from harness.tuning.configs import save_store
 from harness.tuning.tuner import tune_job
 

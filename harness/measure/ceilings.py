@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.measure.timing import Timer, make_timer
 from harness.report.traffic import traffic_ceiling
 from harness.settings import TimerSettings
+from harness.timing import Timer, make_timer
 
 TRAFFIC_PATTERNS = ("copy", "read2_write1", "read")
 

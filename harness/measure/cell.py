@@ -21,10 +21,10 @@ from typing import Any
 import torch
 
 from harness.measure.accuracy import compare_all
-from harness.measure.timing import Timer, synchronize
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.notes import collecting
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
+from harness.timing import Timer, synchronize
 
 Tolerance = Callable[[str], tuple[float, float]]
 """(rtol, atol) of a compared tensor, by its name (``output[0]``, ``grad[1]``)."""

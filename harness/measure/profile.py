@@ -23,8 +23,8 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from harness.measure.cell import Cell
-from harness.measure.timing import synchronize
 from harness.operator import BenchmarkOperator, KernelWork, Mode, Shape
+from harness.timing import synchronize
 
 CALLS = 3
 """Calls a profile records."""

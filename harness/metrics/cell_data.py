@@ -63,7 +63,7 @@ class Measurement:
     memory and notes."""
 
     timings: dict[str, list[SampleStats]] = field(default_factory=dict)
-    """Each timer kind's repeats (:data:`~harness.measure.timing.TIMER_KINDS`: ``device``, ``wall``)."""
+    """Each timer kind's repeats (:data:`~harness.timing.TIMER_KINDS`: ``device``, ``wall``)."""
     accuracy: AccuracyResult | None = None
     first_call_ms: float | None = None
     peak_mem_bytes: int | None = None

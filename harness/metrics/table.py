@@ -60,7 +60,7 @@ class Metric:
     description: str
     compute: Callable[[CellContext], float]
     timer: str | None = DEFAULT_TIMER
-    """What timing it is computed from: a kind of :data:`~harness.measure.timing.TIMER_KINDS`
+    """What timing it is computed from: a kind of :data:`~harness.timing.TIMER_KINDS`
     (``device``: CUDA events with an L2 flush, perf_counter on the CPU; ``wall``: host time of
     back-to-back calls, no flush) or None."""
     record_fields: Callable[[CellContext], RecordFields] = _no_fields

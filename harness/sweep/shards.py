@@ -5,7 +5,7 @@ by a baseline measured on the same GPU.  Shapes grow along a sweep, so contiguou
 give the last shard the largest shapes: units are dealt largest first, each to the shard with
 the least estimated cost so far (longest-processing-time first), and every shard runs its units
 in the run's own order.  The estimate is what the timer spends on a cell (its budgets each
-repeat, or its fewest samples of a long call: :func:`~harness.measure.timing.sample_counts`, a
+repeat, or its fewest samples of a long call: :func:`~harness.timing.sample_counts`, a
 call's time taken from the modelled bytes and flops at about an H200's rates) plus a fixed cost
 per backend for its set-up; the rule is deterministic, so every rank deals alike.
 """
@@ -16,9 +16,9 @@ import dataclasses
 import heapq
 from dataclasses import dataclass
 
-from harness.measure.timing import ESTIMATE_SAMPLES, sample_counts
 from harness.operator import Shape
 from harness.sweep.spec import Sweep
+from harness.timing import ESTIMATE_SAMPLES, sample_counts
 
 SETUP_S = 2.0
 """Estimated seconds a backend's cell costs beyond its timed work (compilation, checks)."""

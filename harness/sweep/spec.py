@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.measure.ceilings import DeviceCeilings
-from harness.measure.timing import TIMER_KINDS, Timer, make_timer
 from harness.metrics.table import METRICS, Need, needed
 from harness.operator import BenchmarkOperator, Mode, Shape
 from harness.settings import RunSettings, TimerSettings
+from harness.timing import TIMER_KINDS, Timer, make_timer
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class Sweep:
         return self.settings.profile_dir is not None or "profile" in self.needs
 
     def timers_in_order(self) -> dict[str, Timer]:
-        """The timers the metrics need, by kind, in :data:`~harness.measure.timing.TIMER_KINDS` order
+        """The timers the metrics need, by kind, in :data:`~harness.timing.TIMER_KINDS` order
         (one per process, kind and timer settings, so the L2 flush buffer is shared)."""
         return {kind: _timer(self.settings.device, self.settings.timer, kind)
                 for kind in TIMER_KINDS if kind in self.timers}

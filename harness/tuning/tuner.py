@@ -17,7 +17,7 @@ from harness.tuning.configs import TuningJob
 
 
 class CandidateTimer(Protocol):
-    """What times the candidates: any timer of :mod:`harness.measure.timing` (``run.py tune`` makes
+    """What times the candidates: any timer of :mod:`harness.timing` (``run.py tune`` makes
     one).  Named by its method, not imported: the operators import tuning, and measuring imports
     reporting, which loads the operators."""
 

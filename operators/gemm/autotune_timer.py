@@ -1,5 +1,5 @@
 """The timer ``triton.autotune`` times the gemm kernels' configs with: the benchmark's own
-(device time after a clean L2 flush, :mod:`harness.measure.timing`), so that the config it picks
+(device time after a clean L2 flush, :mod:`harness.timing`), so that the config it picks
 is the one the benchmark then finds fastest.
 
 Triton's default, ``triton.testing.do_bench``, flushes L2 by writing a buffer, whose write-back
@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from harness.measure.timing import CudaTimer
 from harness.settings import TimerSettings
+from harness.timing import CudaTimer
 
 AUTOTUNE_TIMER_SETTINGS = TimerSettings(warmup_ms=5, rep_ms=25)
 """A config's budgets, wall time: about 30 ms each, 13 configs at most a key."""

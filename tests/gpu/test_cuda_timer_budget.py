@@ -7,8 +7,8 @@ import time
 
 import torch
 
-from harness.measure.timing import CudaTimer
 from harness.settings import TimerSettings
+from harness.timing import CudaTimer
 
 
 def test_a_repeat_of_a_microsecond_call_takes_about_its_budgets() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.measure.timing import CudaTimer
+from harness.timing import CudaTimer
 from operators.gemm import triton_impl
 from operators.gemm.autotune_timer import AUTOTUNE_TIMER_SETTINGS
 from operators.gemm.operator import operands

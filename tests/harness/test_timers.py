@@ -9,13 +9,13 @@ import time
 import pytest
 import torch
 
+from harness import timing
 from harness.cli.main import main
 from harness.cli.run.parser import build_parser
-from harness.measure import timing
-from harness.measure.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
 from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import METRICS, Metric
 from harness.settings import TimerSettings
+from harness.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
 
 
 def test_the_default_budgets_are_per_device_and_overridable() -> None:

@@ -9,8 +9,8 @@ import helion
 import torch
 
 from harness.device import prepare_backends
-from harness.measure.timing import make_timer
 from harness.settings import TimerSettings
+from harness.timing import make_timer
 from harness.tuning.configs import TuningJob
 from harness.tuning.tuner import tune_job as _tune_job
 from operators.exp import helion_impl

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.measure import timing
-from harness.measure.timing import make_timer
+from harness import timing
 from harness.metrics.cell_data import Measurement, SampleStats
 from harness.operator import Mode
 from harness.report.results import read_json
 from harness.settings import TimerSettings
 from harness.sweep import isolate, spec
+from harness.timing import make_timer
 from operators.exp.operator import ExpOperator
 from tests.helpers import run_cells, run_cli
 
@@ -27,7 +27,7 @@ def _refuse(*args: object, **kwargs: object) -> None:
 
 
 def _with_device_timer(factory: Callable[[], object]) -> Callable[..., object]:
-    """:func:`~harness.measure.timing.make_timer` with ``factory()`` for the device timer; the wall
+    """:func:`~harness.timing.make_timer` with ``factory()`` for the device timer; the wall
     timer stays the real one."""
     def make(device: str, settings: TimerSettings, kind: str = "device") -> object:
         return factory() if kind == "device" else make_timer(device, settings, kind)

@@ -77,3 +77,23 @@ def test_a_graph_break_is_that_cells_error_with_dynamos_reason(tmp_path: Path) -
         assert broken.error.startswith("GraphBreakError: ") and "torch._dynamo.graph_break()" in broken.error
         assert cells[(mode, "triton_compiled")].value == 1.0 and cells[(mode, "eager")].value == 1.0
     assert "graph_break: GraphBreakError: " in result.stdout, "the table's footnote names the break"
+
+
+def test_each_build_keeps_its_own_graph_however_many_shapes_follow() -> None:
+    """Building a compiled backend never makes one built before it compile again (a reset of
+    Dynamo's caches did, inside that backend's timed repeats), and a sweep's shapes, each built
+    anew, never reach Dynamo's recompile limit (8)."""
+    from operators.compile_support import compiled
+
+    compiles: list[int] = []
+
+    def counting(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        compiles.append(1)
+        return graph.forward
+
+    first, x = compiled(torch.exp, backend=counting), torch.randn(7)
+    first(x)
+    for size in range(9, 21):
+        compiled(torch.exp, backend=counting)(torch.randn(size))
+    first(x)
+    assert len(compiles) == 1 + 12

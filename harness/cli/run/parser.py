@@ -16,11 +16,11 @@ from harness.cli.args import (
     positive_float,
     validate_choices,
 )
-from harness.measure.timing import TIMER_KINDS
 from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import DEFAULT_METRICS, METRICS
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS, DEFAULT_FLUSH, FLUSHES
+from harness.timing import TIMER_KINDS
 
 EXAMPLES = """examples:
   python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import torch
 
 from harness.device import prepare_backends
-from harness.measure.timing import make_timer
 from harness.settings import TimerSettings
+from harness.timing import make_timer
 
 DTYPE = torch.bfloat16
 """The dtype every gemm probe runs in."""

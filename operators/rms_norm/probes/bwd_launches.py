@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from harness.measure.timing import L2Flusher, Timer
+from harness.timing import L2Flusher, Timer
 from operators.rms_norm import helion_impl, triton_impl
 from operators.rms_norm.operator import EPS
 from operators.rms_norm.probes.common import (

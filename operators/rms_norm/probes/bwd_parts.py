@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.measure.timing import Timer
+from harness.timing import Timer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.probes.common import (

@@ -18,8 +18,8 @@ import torch
 
 from harness.device import prepare_backends
 from harness.measure.ceilings import measure_traffic_gbps
-from harness.measure.timing import Timer, make_timer
 from harness.settings import TimerSettings
+from harness.timing import Timer, make_timer
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
 from operators.rms_norm.triton_plans import BwdPlan

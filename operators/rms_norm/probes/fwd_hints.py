@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from harness.measure.timing import make_timer
+from harness.timing import make_timer
 from operators.rms_norm import triton_impl
 from operators.rms_norm.operator import EPS
 from operators.rms_norm.probes.common import (

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import torch
 import triton
 
-from harness.measure.timing import Timer
+from harness.timing import Timer
 from operators.rms_norm import helion_impl
 from operators.rms_norm import triton_impl as impl
 from operators.rms_norm.operator import CUDA_SHAPES, EPS
