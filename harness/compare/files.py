@@ -67,7 +67,7 @@ def _timer(value: Any) -> bool:
 
 HEADER_FIELDS: dict[str, Callable[[Any], bool]] = {
     "device_name": lambda v: isinstance(v, str),
-    "git_commit": lambda v: isinstance(v, str),
+    "git_commit": lambda v: isinstance(v, str) and v.strip() != "",
     "repeats": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
     "isolate": lambda v: isinstance(v, bool),
     "options": lambda v: isinstance(v, dict),
@@ -112,6 +112,11 @@ def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_
     _require(cur, PROVENANCE)
     for base in baselines:
         _require(base, BASELINE_PROVENANCE)
+    if len(baselines) > 1:
+        commits = {base.header.get("git_commit") for base in baselines}
+        if len(commits) > 1 or None in commits:
+            runs = ", ".join(f"{b.path} at {b.header.get('git_commit')}" for b in baselines)
+            raise CompareInputError(f"baseline runs must be separate runs of one commit: {runs}")
     for file in (*baselines, cur):
         if not any(r.metric == "accuracy" for r in file.records):
             raise CompareInputError(

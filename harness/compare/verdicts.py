@@ -5,9 +5,10 @@ A baseline cell with an ok latency is, in this order of precedence:
 * ``accuracy_lost``: the baseline had accuracy 1, the current run has 0 or its check failed;
 * ``accuracy_missing``: the baseline had accuracy 1, the current run has no accuracy for it;
 * ``missing``: no ok latency in the current run;
-* for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, or either side's
-  repeat medians spread wider than the noise limit): ``regression`` / ``improvement`` when the
-  ratio of medians is beyond the noisy threshold, else ``noisy``;
+* for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, either side's
+  repeat medians spread wider than the noise limit, or the baseline runs further apart):
+  ``regression`` / ``improvement`` when the ratio of medians is beyond the noisy threshold,
+  else ``noisy``;
 * otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
   ``1 + threshold`` and the lower end of its 95% bootstrap interval above ``1 + run noise``,
   ``improvement`` for the mirror image, and ``unchanged`` for everything else.
@@ -15,7 +16,8 @@ A baseline cell with an ok latency is, in this order of precedence:
 The run noise is the run-to-run variation that repeats within one run do not show: at least
 ``--run-noise``, and, when the baseline is made of several runs, the spread of their medians.
 A cell that moves that much between runs of the same code needs a change past twice its run
-noise to get a verdict.
+noise to get a verdict; one whose baseline runs are further apart than ``--noise`` is noisy,
+and judged against its fastest run.
 """
 
 from __future__ import annotations
@@ -130,13 +132,18 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
         row.verdict, row.note = "missing", reason
         return row
     cur = Side.of(cur_record)
-    row.cur_ms, row.ratio = cur.median, cur.median / base.median
+    between = _between_runs(runs)
+    if between > settings.noise:
+        # Runs of one commit this far apart leave no one baseline: judge against the fastest.
+        row.base_ms = min(run.median for run in runs)
+    row.cur_ms, row.ratio = cur.median, cur.median / row.base_ms
     threshold = settings.threshold_for(base.median)
     flags = sorted({side.flag for side in (base, cur) if side.flag})
     spread = max((side.spread for side in (base, cur) if side.spread is not None), default=0.0)
-    if flags or spread > settings.noise:
+    if flags or max(spread, between) > settings.noise:
         reason = (f"flagged: {', '.join(flags)}" if flags
-                  else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%")
+                  else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%" if spread > settings.noise
+                  else f"baseline runs {100 * between:.1f}% apart > {100 * settings.noise:g}%")
         limit = max(threshold, settings.noisy_threshold)
         if row.ratio > 1 + limit:
             row.verdict, row.note = "regression", f"{reason}, but {row.ratio:.2f}x slower"
@@ -145,7 +152,7 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
         else:
             row.verdict, row.note = "noisy", reason
         return row
-    row.run_noise = max(settings.run_noise, _between_runs(runs))
+    row.run_noise = max(settings.run_noise, between)
     limit = max(threshold, 2 * row.run_noise)
     row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
     if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:

@@ -304,3 +304,34 @@ def test_the_spread_of_several_baseline_runs_is_the_cell_s_run_noise(
     judged = [(float(cols[7]), float(cols[9].rstrip("%"))) for cols in rows
               if len(cols) == 12 and cols[4] == "torch_compile"]
     assert len(judged) == 3 and all(ratio > 1.05 and noise > 4.0 for ratio, noise in judged), judged
+
+
+def test_baseline_runs_far_apart_make_a_noisy_cell_that_still_fails_a_large_slowdown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second run with a cell at 2x cannot widen that cell's run noise past ``--noise``: the
+    cell is noisy, and a current 1.8x is a regression; a second run at 2x everywhere fails too."""
+    first = sweep(seed=1)
+    second_run = sweep(seed=3, scale={"triton": 2.0})
+    files = [write(tmp_path / f"{name}.json", records) for name, records in
+             (("first", first), ("second", second_run), ("cur", sweep(seed=2, scale={"triton": 1.8})))]
+    summary = tmp_path / "s.md"
+    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
+    verdicts = markdown_verdicts(summary.read_text())
+    assert code == 1, err
+    assert backend_verdicts(verdicts, "triton") == {"regression"}
+    assert all("baseline runs" in note for (_, b), (_, note) in verdicts.items() if b == "triton")
+    everywhere = dict.fromkeys(BACKENDS, 2.0)
+    files = [write(tmp_path / f"{name}2.json", records) for name, records in
+             (("first", first), ("second", sweep(seed=3, scale=everywhere)),
+              ("cur", sweep(seed=2, scale=everywhere)))]
+    code, _, err = run_compare(capsys, *files)
+    assert code == 1, err
+
+
+def test_baseline_runs_of_different_commits_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    first = write(tmp_path / "first.json", records)
+    other = write(tmp_path / "other.json", records, git_commit="1" * 40)
+    code, _, err = run_compare(capsys, first, other, write(tmp_path / "cur.json", records))
+    assert code == 2 and "separate runs of one commit" in err and len(err.strip().splitlines()) == 1
