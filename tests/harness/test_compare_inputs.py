@@ -191,7 +191,7 @@ def test_runs_with_different_tolerances_are_refused(
     assert code == 2 and "different tolerance" in err
 
 
-MALFORMED_HEADERS = [("repeats", "abc"), ("repeats", 0), ("isolate", "yes"),
+MALFORMED_HEADERS = [("repeats", "abc"), ("repeats", 0), ("isolate", "yes"), ("git_commit", " "),
                      ("tolerance", {"rtol": "x", "atol": None}),
                      ("timer", {"warmup_ms": 25.0, "rep_ms": -1.0}),
                      ("timer", {"warmup_ms": 25.0, "rep_ms": 100.0, "flush": "none"})]

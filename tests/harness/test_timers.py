@@ -114,3 +114,17 @@ def test_the_default_flush_reads_its_buffer_and_leaves_l2_clean(monkeypatch: pyt
     flush = build_parser().parse_args(["--op", "exp", *argv]).l2_flush
     timing.CudaTimer(TimerSettings.default("cuda", flush=flush))._flusher()
     assert made == [writes]
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_the_clean_flush_only_reads_its_buffer_and_the_dirty_one_writes_it(
+        monkeypatch: pytest.MonkeyPatch, write: bool) -> None:
+    """What each flush does to its buffer (here on the CPU, sized as for a 128 MiB L2)."""
+    props = type("Props", (), {"L2_cache_size": 128 * 2**20})()
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    flush = timing.L2Flusher(torch.device("cpu"), write=write)
+    assert flush.buffer.numel() * 4 == 256 * 2**20, "twice the L2"
+    flush.buffer.fill_(1)
+    flush()
+    assert flush.buffer.any().item() is not write
+    assert write or flush.sink.item() == flush.buffer.numel(), "a read pass sums the buffer"
