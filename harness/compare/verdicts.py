@@ -2,7 +2,8 @@
 
 A baseline cell with an ok latency is, in this order of precedence:
 
-* ``accuracy_lost``: the baseline had accuracy 1, the current run has 0 or its check failed;
+* ``missing``: absent from the current run;
+* ``accuracy_lost``: the current run has accuracy 0 or its check failed (whatever the baseline's);
 * ``accuracy_missing``: the baseline had accuracy 1, the current run has no accuracy for it;
 * ``missing``: no ok latency in the current run;
 * for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, either side's
@@ -10,8 +11,8 @@ A baseline cell with an ok latency is, in this order of precedence:
   ``regression`` / ``improvement`` when the ratio of medians is beyond the noisy threshold,
   else ``noisy``;
 * otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
-  ``1 + threshold`` and the lower end of its 95% bootstrap interval above ``1 + run noise``,
-  ``improvement`` for the mirror image, and ``unchanged`` for everything else.
+  ``1 + max(threshold, 2 x run noise)`` and the lower end of its 95% bootstrap interval above
+  ``1 + run noise``, ``improvement`` for the mirror image, and ``unchanged`` for everything else.
 
 The run noise is the run-to-run variation that repeats within one run do not show: at least
 ``--run-noise``, and, when the baseline is made of several runs, the spread of their medians.

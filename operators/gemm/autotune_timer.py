@@ -19,7 +19,6 @@ AUTOTUNE_TIMER_SETTINGS = TimerSettings(warmup_ms=5, rep_ms=25)
 """A config's budgets, wall time: about 30 ms each, 13 configs at most a key."""
 
 
-
 @functools.cache
 def _timer() -> CudaTimer:
     return CudaTimer(AUTOTUNE_TIMER_SETTINGS)
