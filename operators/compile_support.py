@@ -21,7 +21,8 @@ def _own_frame(fn: Callable[..., Any]) -> Callable[..., Any]:
     def frame(*args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     code = frame.__code__.replace()
-    return types.FunctionType(code, frame.__globals__, fn.__name__, None, frame.__closure__)
+    return types.FunctionType(code, frame.__globals__, getattr(fn, "__name__", "compiled"), None,
+                              frame.__closure__)
 
 
 def compiled(fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:

@@ -3,9 +3,10 @@
 Every cell (op, mode, dtype, x_val, backend) with an ok latency in the first BASELINE gets a
 verdict (``harness.compare.verdicts`` gives the rules):
 
-  accuracy_lost     baseline accuracy 1, current accuracy 0 (or its accuracy check errored)
+  missing           absent from CURRENT
+  accuracy_lost     current accuracy 0 (or its accuracy check errored), whatever the baseline's
   accuracy_missing  baseline accuracy 1, no accuracy for the cell in CURRENT
-  missing           absent from CURRENT, or its latency failed or was skipped there
+  missing           its latency failed or was skipped in CURRENT
   regression        ratio = median(current) / median(baseline) above 1 + threshold (and twice
                     the run noise), the lower end of its 95% bootstrap interval above
                     1 + run noise; for a noisy cell, the ratio above 1 + --noisy-threshold
@@ -14,12 +15,13 @@ verdict (``harness.compare.verdicts`` gives the rules):
                     medians spread wider than --noise, and within --noisy-threshold
   unchanged         everything else
 
-The run noise is the run-to-run variation repeats inside one run do not show: --run-noise, or,
-when several BASELINE files (separate runs of the same code) are given, the spread of their
-medians where that is larger.  Exit status: 1 on any regression or lost or missing accuracy
-(and, with --fail-on-missing, any missing cell), or when more than --max-noisy of the cells are
-noisy; 0 otherwise; 2 on bad input (unreadable or malformed files, missing provenance, files
-from different GPUs or settings).
+The run noise is the run-to-run variation repeats inside one run do not show (--run-noise).
+Several BASELINE files must be separate runs of one commit: each cell is judged against its
+slowest run, or its fastest where the runs are more than the threshold apart.  Exit status: 1
+on any regression or lost or missing accuracy (and, with --fail-on-missing, any missing cell),
+or when more than --max-noisy of the cells are noisy; 0 otherwise; 2 on bad input (unreadable
+or malformed files, missing provenance, files from different GPUs or settings, baseline runs of
+different commits).
 """
 
 from __future__ import annotations

@@ -6,19 +6,18 @@ A baseline cell with an ok latency is, in this order of precedence:
 * ``accuracy_lost``: the current run has accuracy 0 or its check failed (whatever the baseline's);
 * ``accuracy_missing``: the baseline had accuracy 1, the current run has no accuracy for it;
 * ``missing``: no ok latency in the current run;
-* for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, either side's
-  repeat medians spread wider than the noise limit, or the baseline runs further apart):
-  ``regression`` / ``improvement`` when the ratio of medians is beyond the noisy threshold,
-  else ``noisy``;
+* for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, or either side's
+  repeat medians spread wider than the noise limit): ``regression`` / ``improvement`` when the
+  ratio of medians is beyond the noisy threshold, else ``noisy``;
 * otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
   ``1 + max(threshold, 2 x run noise)`` and the lower end of its 95% bootstrap interval above
   ``1 + run noise``, ``improvement`` for the mirror image, and ``unchanged`` for everything else.
 
-The run noise is the run-to-run variation that repeats within one run do not show: at least
-``--run-noise``, and, when the baseline is made of several runs, the spread of their medians.
-A cell that moves that much between runs of the same code needs a change past twice its run
-noise to get a verdict; one whose baseline runs are further apart than ``--noise`` is noisy,
-and judged against its fastest run.
+The run noise (``--run-noise``) is the run-to-run variation that repeats within one run do not
+show.  A baseline of several runs of one commit measures it per cell: the cell is judged against
+its slowest run, so that current runs within the range the code itself spans pass, unless that
+run is more than the threshold slower than the fastest, which is then the baseline
+(:func:`_reference`).
 """
 
 from __future__ import annotations
@@ -112,16 +111,23 @@ def _missing(cur: Record | None) -> str | None:
     return None
 
 
-def _between_runs(runs: list[Side]) -> float:
-    """Half the relative range of the baseline runs' medians (0 for a single run)."""
-    medians = [run.median for run in runs]
-    return (max(medians) - min(medians)) / (2 * statistics.median(medians)) if len(medians) > 1 else 0.0
+def _reference(runs: list[Side], threshold: float) -> tuple[Side, str]:
+    """The baseline run a cell is judged against, and a note: of several runs of one commit, the
+    slowest, so that the code's own run-to-run range is no regression, unless it is more than
+    ``threshold`` slower than the fastest, which then stands (a slow run cannot hide a slowdown)."""
+    fastest, slowest = min(runs, key=lambda r: r.median), max(runs, key=lambda r: r.median)
+    apart = slowest.median / fastest.median - 1
+    if apart <= threshold:
+        return slowest, ""
+    return fastest, f"baseline runs {100 * apart:.1f}% apart: judged against the fastest"
 
 
 def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
                 accuracy: tuple[Record | None, Record | None], settings: Settings) -> Row:
-    base = Side([m for run in runs for m in run.medians], max((r.spread or 0.0) for r in runs),
-                next((r.flag for r in runs if r.flag), None))
+    flag = next((r.flag for r in runs if r.flag), None)
+    threshold = settings.threshold_for(min(r.median for r in runs))
+    reference, note = _reference(runs, threshold)
+    base = Side(reference.medians, max((r.spread or 0.0) for r in runs), flag)
     row = Row(key, "unchanged", base_ms=base.median)
     if cur_record is None:
         row.verdict, row.note = "missing", "absent from current"
@@ -133,27 +139,22 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
         row.verdict, row.note = "missing", reason
         return row
     cur = Side.of(cur_record)
-    between = _between_runs(runs)
-    if between > settings.noise:
-        # Runs of one commit this far apart leave no one baseline: judge against the fastest.
-        row.base_ms = min(run.median for run in runs)
-    row.cur_ms, row.ratio = cur.median, cur.median / row.base_ms
-    threshold = settings.threshold_for(base.median)
+    row.cur_ms, row.ratio = cur.median, cur.median / base.median
     flags = sorted({side.flag for side in (base, cur) if side.flag})
     spread = max((side.spread for side in (base, cur) if side.spread is not None), default=0.0)
-    if flags or max(spread, between) > settings.noise:
+    if flags or spread > settings.noise:
         reason = (f"flagged: {', '.join(flags)}" if flags
-                  else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%" if spread > settings.noise
-                  else f"baseline runs {100 * between:.1f}% apart > {100 * settings.noise:g}%")
+                  else f"spread {100 * spread:.1f}% > {100 * settings.noise:g}%")
         limit = max(threshold, settings.noisy_threshold)
         if row.ratio > 1 + limit:
-            row.verdict, row.note = "regression", f"{reason}, but {row.ratio:.2f}x slower"
+            row.verdict, reason = "regression", f"{reason}, but {row.ratio:.2f}x slower"
         elif row.ratio < 1 / (1 + limit):
-            row.verdict, row.note = "improvement", f"{reason}, but {1 / row.ratio:.2f}x faster"
+            row.verdict, reason = "improvement", f"{reason}, but {1 / row.ratio:.2f}x faster"
         else:
-            row.verdict, row.note = "noisy", reason
+            row.verdict = "noisy"
+        row.note = "; ".join(filter(None, [reason, note]))
         return row
-    row.run_noise = max(settings.run_noise, between)
+    row.run_noise = settings.run_noise
     limit = max(threshold, 2 * row.run_noise)
     row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
     if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:
@@ -161,9 +162,10 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
     elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
         row.verdict = "improvement"
     elif abs(row.ratio - 1) > limit:
-        row.note = "beyond threshold, within the interval's run noise"
+        note = "; ".join(filter(None, [note, "beyond threshold, within the interval's run noise"]))
     if len(base.medians) == 1 or len(cur.medians) == 1:
-        row.note = "; ".join(filter(None, [row.note, "no repeats on one side: ratio only"]))
+        note = "; ".join(filter(None, [note, "no repeats on one side: ratio only"]))
+    row.note = note
     return row
 
 

@@ -49,7 +49,7 @@ def profile_cell(cell: Cell, device: str, trace: Path | None) -> list[dict[str, 
         prof.export_chrome_trace(str(trace))
     if device == "cuda":
         return kernel_times((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
-                            if e.device_type == DeviceType.CUDA)
+                            if e.device_type == DeviceType.CUDA and not e.is_user_annotation)
     return _operator_times(prof.key_averages())
 
 

@@ -261,8 +261,9 @@ def test_same_code_a_percent_apart_is_unchanged(tmp_path: Path, capsys: pytest.C
 
 def test_a_baseline_of_several_runs_widens_a_cell_that_moves_between_runs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A cell 8% apart in two baseline runs (say, an autotuner's pick) needs more than 8% to fail."""
-    first, second = sweep(seed=1), sweep(seed=3, scale={"torch_compile": 1.08})
+    """A cell 4% apart in two baseline runs (say, an autotuner's pick) is judged against the
+    slower run: 7% over the first run fails against it alone, not against both."""
+    first, second = sweep(seed=1), sweep(seed=3, scale={"torch_compile": 1.04})
     current = sweep(seed=2, scale={"torch_compile": 1.07})
     one = write(tmp_path / "first.json", first)
     code, alone = gate(tmp_path, capsys, first, current)
@@ -287,45 +288,22 @@ def test_a_shift_inside_twice_the_run_noise_is_no_verdict_however_tight_the_repe
     assert code == (1 if verdict == "regression" else 0)
 
 
-def test_the_spread_of_several_baseline_runs_is_the_cell_s_run_noise(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Baseline runs at 1.00 and 1.10 ms (an autotuner's pick moving): a current 1.12 ms is 7%
-    over their pooled median, past the 5% threshold, and inside twice their run noise (~4.8%)."""
-    first, second = sweep(seed=1), sweep(seed=3, scale={"torch_compile": 1.10})
-    current = sweep(seed=2, scale={"torch_compile": 1.12})
-    summary = tmp_path / "runs.md"
-    files = [write(tmp_path / f"{name}.json", records)
-             for name, records in (("first", first), ("second", second), ("cur", current))]
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    assert code == 0, err
-    verdicts = markdown_verdicts(summary.read_text())
-    assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"}
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in summary.read_text().splitlines()]
-    judged = [(float(cols[7]), float(cols[9].rstrip("%"))) for cols in rows
-              if len(cols) == 12 and cols[4] == "torch_compile"]
-    assert len(judged) == 3 and all(ratio > 1.05 and noise > 4.0 for ratio, noise in judged), judged
-
-
-def test_baseline_runs_far_apart_make_a_noisy_cell_that_still_fails_a_large_slowdown(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A second run with a cell at 2x cannot widen that cell's run noise past ``--noise``: the
-    cell is noisy, and a current 1.8x is a regression; a second run at 2x everywhere fails too."""
-    first = sweep(seed=1)
-    second_run = sweep(seed=3, scale={"triton": 2.0})
+@pytest.mark.parametrize(("second_run", "current"), [(1.20, 1.30), (1.20, 1.12), (2.0, 1.8), (1.09, 1.10)])
+def test_a_slow_second_run_cannot_hide_a_slowdown(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 second_run: float, current: float) -> None:
+    """A second run more than the threshold slower than the first leaves the first as the
+    baseline: the slowdown fails as if the second run were not there."""
     files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", first), ("second", second_run), ("cur", sweep(seed=2, scale={"triton": 1.8})))]
+             (("first", sweep(seed=1)), ("second", sweep(seed=3, scale={"triton": second_run})),
+              ("cur", sweep(seed=2, scale={"triton": current})))]
     summary = tmp_path / "s.md"
     code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
     verdicts = markdown_verdicts(summary.read_text())
     assert code == 1, err
     assert backend_verdicts(verdicts, "triton") == {"regression"}
-    assert all("baseline runs" in note for (_, b), (_, note) in verdicts.items() if b == "triton")
-    everywhere = dict.fromkeys(BACKENDS, 2.0)
-    files = [write(tmp_path / f"{name}2.json", records) for name, records in
-             (("first", first), ("second", sweep(seed=3, scale=everywhere)),
-              ("cur", sweep(seed=2, scale=everywhere)))]
-    code, _, err = run_compare(capsys, *files)
-    assert code == 1, err
+    notes = [note for (_, backend), (_, note) in verdicts.items() if backend == "triton"]
+    assert all("judged against the fastest" in note for note in notes)
+    assert backend_verdicts(verdicts, "eager") == {"unchanged"}
 
 
 def test_baseline_runs_of_different_commits_are_refused(
