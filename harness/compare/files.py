@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.report.results import Record, ResultFileError, read_json
+from harness.report.results import Record, ResultFileError, is_finite_number, read_json
 from harness.settings import FLUSHES
 
 
@@ -51,18 +50,15 @@ def load(role: str, path: Path) -> ResultFile:
     return ResultFile(role, Path(path), header, records)
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _tolerance(value: Any) -> bool:
-    return isinstance(value, dict) and all(value.get(key) is None or (_number(value[key]) and value[key] >= 0)
-                                           for key in ("rtol", "atol"))
+    return isinstance(value, dict) and all(
+        value.get(key) is None or (is_finite_number(value[key]) and value[key] >= 0)
+        for key in ("rtol", "atol"))
 
 
 def _timer(value: Any) -> bool:
     return (isinstance(value, dict) and value.get("flush", "dirty") in FLUSHES
-            and all(_number(value.get(key)) and value[key] >= 0 for key in ("warmup_ms", "rep_ms")))
+            and all(is_finite_number(value.get(key)) and value[key] >= 0 for key in ("warmup_ms", "rep_ms")))
 
 
 HEADER_FIELDS: dict[str, Callable[[Any], bool]] = {

@@ -208,7 +208,7 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
             raise ResultFileError(f"{path}: {describe_cell(record)}: {problem}")
     ceilings = payload["header"].get("ceilings_gbps")
     if ceilings is not None and not (isinstance(ceilings, dict)
-                                     and all(_number(v) and v > 0 for v in ceilings.values())):
+                                     and all(is_finite_number(v) and v > 0 for v in ceilings.values())):
         raise ResultFileError(f"{path}: header ceilings_gbps {ceilings!r} is not positive numbers by pattern")
     return payload["header"], records
 
@@ -216,7 +216,8 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
 STATUSES = ("ok", "error", "skipped")
 
 
-def _number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
+    """A real, finite int or float (not a bool, NaN or infinity)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -238,7 +239,7 @@ def malformed(record: Record) -> str | None:
         return f"x_val {record.x_val!r} is not an integer or a list of integers"
     if record.status not in STATUSES:
         return f"status {record.status!r} is not one of {', '.join(STATUSES)}"
-    if record.value is not None and not _number(record.value):
+    if record.value is not None and not is_finite_number(record.value):
         return f"value {record.value!r} is not a finite number"
     if record.status == "ok" and record.value is None:
         return "status ok without a value"
@@ -247,15 +248,15 @@ def malformed(record: Record) -> str | None:
     if not isinstance(record.extra, dict):
         return f"extra {record.extra!r} is not an object"
     spread = record.extra.get("spread")
-    if spread is not None and not (_number(spread) and spread >= 0):
+    if spread is not None and not (is_finite_number(spread) and spread >= 0):
         return f"spread {spread!r} is not a non-negative number"
     entry = METRICS.get(record.metric)
     if entry is not None and entry.positive and record.value is not None and record.value <= 0:
         return f"{record.metric} {record.value!r} is not positive"
     timing = [v for v in (record.p20, record.p50, record.p80) if v is not None]
     timing += list(record.repeats or [])
-    if not all(_number(v) and v > 0 for v in timing):
-        bad = next(v for v in timing if not (_number(v) and v > 0))
+    if not all(is_finite_number(v) and v > 0 for v in timing):
+        bad = next(v for v in timing if not (is_finite_number(v) and v > 0))
         return f"latency {bad!r} is not a positive number of milliseconds"
     if entry is not None and entry.pass_fail and record.value not in (None, 0, 1):
         return f"{record.metric} {record.value!r} is neither 0 nor 1"
