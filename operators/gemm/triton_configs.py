@@ -20,13 +20,19 @@ NO_BIAS, ROW_BIAS, FULL_BIAS = 0, 1, 2
 _SMEM_SLACK = 2048
 
 
+def set_block_shapes(nargs: dict) -> None:
+    """Config pre-hook: give the host-side TMA descriptors the block shapes of this config."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bk, bm] if nargs["A_TRANS"] else [bm, bk]
+    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_TRANS"] else [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
+
+
 def _tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8,
-                persistent: bool = True, subtile: bool = False,
-                warp_specialize: bool = False) -> triton.Config:
+                persistent: bool = True, subtile: bool = False) -> triton.Config:
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
-            "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile,
-            "WARP_SPECIALIZE": warp_specialize}
-    return triton.Config(meta, num_warps=warps, num_stages=stages)
+            "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile}
+    return triton.Config(meta, num_warps=warps, num_stages=stages, pre_hook=set_block_shapes)
 
 
 def _pointer_config(bm: int, bn: int, bk: int, stages: int, warps: int,
@@ -130,7 +136,7 @@ def prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store
 
 def prune_tma(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
     args = {**named_args, **kwargs}
-    return prune_by_smem(configs, args["a_ptr"], True, args["BIAS_KIND"])
+    return prune_by_smem(configs, args["a_desc"].base, True, args["BIAS_KIND"])
 
 
 def prune_pointer(configs: list[triton.Config], named_args: dict,

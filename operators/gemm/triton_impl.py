@@ -37,11 +37,10 @@ autograd (and :mod:`operators.gemm.triton_direct`'s, undispatched) runs the kern
 
 from __future__ import annotations
 
-import threading
-
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.autotune_timer import flushed_bench
@@ -97,20 +96,6 @@ def _store_output(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stri
 
 
 @triton.jit
-def _operand_descriptor(ptr, rows, cols, pitch, BLOCK_ROWS: tl.constexpr, BLOCK_COLS: tl.constexpr,
-                        TRANS: tl.constexpr):
-    """A descriptor of a (rows, cols) operand stored row-major with row ``pitch``, or, when
-    ``TRANS``, of its transpose stored so (the descriptor then spans (cols, rows))."""
-    if TRANS:
-        desc = tl.make_tensor_descriptor(ptr, shape=[cols, rows], strides=[pitch, 1],
-                                         block_shape=[BLOCK_COLS, BLOCK_ROWS])
-    else:
-        desc = tl.make_tensor_descriptor(ptr, shape=[rows, cols], strides=[pitch, 1],
-                                         block_shape=[BLOCK_ROWS, BLOCK_COLS])
-    return desc
-
-
-@triton.jit
 def _load_tile(desc, off_rows, off_cols, TRANS: tl.constexpr):
     """Load the ``[off_rows, off_cols]`` tile; a transposed operand's descriptor is swapped."""
     if TRANS:
@@ -123,11 +108,10 @@ def _load_tile(desc, off_rows, off_cols, TRANS: tl.constexpr):
 @triton.jit
 def _accumulate(a_desc, b_desc, off_m, off_n, K, A_TRANS: tl.constexpr, B_TRANS: tl.constexpr,
                 DOT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
-    """``A[off_m:+BLOCK_M, :] @ B[:, off_n:+BLOCK_N]`` in fp32, one k-block per step;
-    ``WARP_SPECIALIZE``: a producer warp group issues the loads, the others the dots."""
+                BLOCK_K: tl.constexpr):
+    """``A[off_m:+BLOCK_M, :] @ B[:, off_n:+BLOCK_N]`` in fp32, one k-block per step."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for ki in tl.range(tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
+    for ki in range(tl.cdiv(K, BLOCK_K)):
         a = _load_tile(a_desc, off_m, ki * BLOCK_K, A_TRANS)
         b = _load_tile(b_desc, ki * BLOCK_K, off_n, B_TRANS)
         acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
@@ -142,32 +126,21 @@ def _accumulate(a_desc, b_desc, off_m, off_n, K, A_TRANS: tl.constexpr, B_TRANS:
 )
 @triton.jit
 def _matmul_tma_kernel(
-    a_ptr, b_ptr, c_ptr, bias_ptr,
-    M, N, K, pitch_a, pitch_b, pitch_c, stride_bias_m, stride_bias_n, alpha, beta,
+    a_desc, b_desc, c_desc, bias_ptr,
+    M, N, K, stride_bias_m, stride_bias_n, alpha, beta,
     A_TRANS: tl.constexpr, B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PERSISTENT: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    PERSISTENT: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
 ):
     """C = alpha * A @ B + beta * bias with TMA loads and stores.
 
-    Operands and output are row-major with 16-byte aligned row pitches ``pitch_*`` (elements);
-    ``A_TRANS``: ``a_ptr`` holds A.T (K, M) so, ``B_TRANS``: ``b_ptr`` holds B.T (N, K).  The
-    descriptors are made on the device, where the compiler can split their tiles between
-    consumer warp groups.
+    ``A_TRANS``: ``a_desc`` describes A.T (K, M); ``B_TRANS``: ``b_desc`` describes B.T (N, K).
     ``PERSISTENT``: program p computes tiles p, p + G, p + 2G, ... of the G programs in a
     flattened (tile x k-block) loop; otherwise each program computes one tile.
     ``EPILOGUE_SUBTILE`` applies the epilogue to and stores two (BM, BN/2) halves, halving the
     shared memory for the output tile and the bias layout conversion.
-    ``WARP_SPECIALIZE`` (4 warps a group): one warp group loads, two compute the two
-    (BLOCK_M / 2, BLOCK_N) halves of the tile (Triton's automatic warp specialization for
-    Hopper); over the tile loop when persistent (not flattened: Hopper's warp specialization
-    does not take it), else over the k-blocks.
     """
-    a_desc = _operand_descriptor(a_ptr, M, K, pitch_a, BLOCK_M, BLOCK_K, A_TRANS)
-    b_desc = _operand_descriptor(b_ptr, K, N, pitch_b, BLOCK_K, BLOCK_N, B_TRANS)
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[pitch_c, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N])
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     if PERSISTENT:
@@ -176,11 +149,10 @@ def _matmul_tma_kernel(
         # The epilogue keeps its own tile counter: values shared by the prologue and epilogue
         # of a flattened, software-pipelined loop confuse Triton's pipeliner.
         tile_id_c = start - step
-        for tile_id in tl.range(start, num_pid_m * num_pid_n, step, flatten=not WARP_SPECIALIZE,
-                                warp_specialize=WARP_SPECIALIZE):
+        for tile_id in tl.range(start, num_pid_m * num_pid_n, step, flatten=True):
             pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
             acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS,
-                              B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, False)
+                              B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
             tile_id_c += step
             pid_m, pid_n = tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
             _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
@@ -189,7 +161,7 @@ def _matmul_tma_kernel(
     else:
         pid_m, pid_n = tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
         acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS, B_TRANS,
-                          DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, WARP_SPECIALIZE)
+                          DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
         _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
                       stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N,
                       EPILOGUE_SUBTILE)
@@ -253,24 +225,10 @@ def _as_strided_2d(t: torch.Tensor) -> tuple[torch.Tensor, bool]:
     return t.contiguous(), False
 
 
-def _row_major(t: torch.Tensor, transposed: bool) -> torch.Tensor:
-    """``t``, or for a transposed (column-major) operand its row-major transpose."""
-    return t.T if transposed else t
-
-
-def _scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-    """Global memory for the TMA descriptors the kernel makes on the device."""
-    return torch.empty(size, device="cuda", dtype=torch.int8)
-
-
-_ALLOCATOR_SET = threading.local()
-
-
-def _ensure_allocator() -> None:
-    """Give Triton an allocator for device-made descriptors (it keeps one per thread)."""
-    if not getattr(_ALLOCATOR_SET, "done", False):
-        triton.set_allocator(_scratch)
-        _ALLOCATOR_SET.done = True
+def _descriptor(t: torch.Tensor, transposed: bool) -> TensorDescriptor:
+    """A row-major descriptor over ``t`` or ``t.T``; its block shape is set per config."""
+    rows = t.T if transposed else t
+    return TensorDescriptor(rows, list(rows.shape), [rows.stride(0), 1], [1, 1])
 
 
 def _grid(device: torch.device):
@@ -328,12 +286,10 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
                   BIAS_KIND=kind, DOT_PRECISION=precision)
     grid = _grid(a.device)
     if chosen.kernel is Kernel.TMA:
-        _ensure_allocator()
-        a_rows = _row_major(aligned_operand(a, a_trans), a_trans)
-        b_rows = _row_major(aligned_operand(b, b_trans), b_trans)
-        _run(_matmul_tma_kernel, grid, config, a_ptr=a_rows, b_ptr=b_rows, c_ptr=out,
-             bias_ptr=bias_arg, pitch_a=a_rows.stride(0), pitch_b=b_rows.stride(0),
-             pitch_c=out.stride(0), **common)
+        a_desc = _descriptor(aligned_operand(a, a_trans), a_trans)
+        b_desc = _descriptor(aligned_operand(b, b_trans), b_trans)
+        _run(_matmul_tma_kernel, grid, config, a_desc=a_desc, b_desc=b_desc,
+             c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
@@ -342,10 +298,13 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
 
 
 def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **args) -> None:
-    """Launch an autotuned kernel on the autotuner's pick, or on ``config``."""
+    """Launch an autotuned kernel on the autotuner's pick, or on ``config`` (its pre-hook run
+    as the autotuner would)."""
     if config is None:
         tuned[grid](**args)
         return
+    if config.pre_hook is not None:
+        config.pre_hook({**args, **config.kwargs})
     tuned.fn[grid](**args, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
 
 

@@ -215,8 +215,8 @@ def test_triton_tma_kernel_schedules_match_float64(persistent: bool, subtile: bo
     # Each schedule run as a given config (the probes' path), not the autotuner's pick.
     a, b, bias = torch.randn(64, 80), torch.randn(48, 80).T, torch.randn(48)
     meta = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, PERSISTENT=persistent,
-                EPILOGUE_SUBTILE=subtile, WARP_SPECIALIZE=False)
-    config = triton.Config(meta, num_warps=4, num_stages=2)
+                EPILOGUE_SUBTILE=subtile)
+    config = triton.Config(meta, num_warps=4, num_stages=2, pre_hook=triton_configs.set_block_shapes)
     with tf32_allowed():
         assert triton_dispatch.plan(64, 48, 80, "tf32", a.device).kernel is triton_dispatch.Kernel.TMA
         out = triton_impl.fused_matmul(a, b, bias, alpha=2.0, beta=0.5, config=config)

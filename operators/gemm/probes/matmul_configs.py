@@ -37,8 +37,7 @@ def describe(config: triton.Config | None) -> str:
         return "none"
     kw = config.kwargs
     tile = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x" if "BLOCK_M" in kw else "BK"
-    extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE", "WARP_SPECIALIZE")
-                    if kw.get(name))
+    extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE") if kw.get(name))
     return f"{tile}{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}{extra}"
 
 
