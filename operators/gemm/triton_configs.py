@@ -83,9 +83,13 @@ SKINNY_CONFIGS = (
     _split_k_config(256, stages=3, warps=4),
     _split_k_config(256, stages=4, warps=8),
     _split_k_config(64, stages=6, warps=4),
+    _split_k_config(64, stages=8, warps=4),
+    _split_k_config(128, stages=3, warps=4),
 )
-"""For (16..64) x 32 output tiles streaming B: long k-blocks and deep pipelines keep 36 KiB or
-more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us / 132)."""
+"""For (16..64) x (32..64) output tiles streaming B: long k-blocks and deep pipelines keep 36 KiB
+or more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us /
+132); BK64/s8 leads at 1x4096x4096 and 16x4096x4096, BK128/s3 at 8192x8x8192 (NOTES: probe
+skinny_plans)."""
 INTERPRETER_SPLIT_K_CONFIGS = (_split_k_config(16, stages=2, warps=4, group=2),)
 INTERPRETER_TMA_CONFIGS = [_tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
 INTERPRETER_POINTER_CONFIGS = [_pointer_config(32, 32, 16, stages=2, warps=4, group=2)]

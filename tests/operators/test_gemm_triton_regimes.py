@@ -71,8 +71,11 @@ def test_decode_shapes_take_the_skinny_path_with_a_block_covering_m(m: int, bloc
     assert h200_plan(m, 4096, 4096) == Plan(Regime.SKINNY, Kernel.SPLIT_K, block_m, 32, split_k=1)
 
 
-def test_skinny_n_is_computed_transposed():
-    assert h200_plan(8192, 8, 8192) == Plan(Regime.SKINNY, Kernel.SPLIT_K, 16, 32, split_k=1, swap=True)
+def test_skinny_n_is_computed_transposed_over_parts_of_2048():
+    assert h200_plan(8192, 8, 8192) == Plan(Regime.SKINNY, Kernel.SPLIT_K, 16, 64, split_k=4, swap=True)
+    assert h200_plan(8192, 8, 16384).split_k == 8
+    assert h200_plan(8192, 8, 2047) == Plan(Regime.SKINNY, Kernel.SPLIT_K, 16, 64, split_k=1, swap=True)
+    assert h200_plan(8, 8192, 8192).split_k == 1  # M skinny: B streams along N, over all of K
 
 
 def test_skinny_problems_with_few_column_blocks_split_k():
@@ -117,6 +120,7 @@ def test_every_regime_has_a_route_and_every_rule_and_route_a_reason():
     assert set(triton_dispatch.ROUTES) == set(Regime) == {rule.regime for rule in strategy.RULES}
     assert all(rule.reason for rule in strategy.RULES)
     assert all(route.reason for route in triton_dispatch.ROUTES.values())
+    assert all(route.swapped_reason for route in triton_dispatch.ROUTES.values() if route.swapped[0])
     for route in triton_dispatch.ROUTES.values():
         assert (route.kernel is Kernel.SPLIT_K) == bool(route.configs)
 
@@ -138,9 +142,9 @@ def test_split_k_configs_fit_the_h200_in_bf16_and_are_pruned_in_fp32(monkeypatch
         return len(triton_configs.prune_split_k(list(configs), args, BLOCK_M=block_m, BLOCK_N=block_n))
 
     assert kept(triton_configs.SPLIT_K_CONFIGS, torch.bfloat16, 128, 128) == 4
-    assert kept(triton_configs.SKINNY_CONFIGS, torch.bfloat16, 64, 32) == 4
+    assert kept(triton_configs.SKINNY_CONFIGS, torch.bfloat16, 64, 32) == 6
     assert kept(triton_configs.SPLIT_K_CONFIGS, torch.float32, 128, 128) == 3
-    assert kept(triton_configs.SKINNY_CONFIGS, torch.float32, 64, 32) == 2
+    assert kept(triton_configs.SKINNY_CONFIGS, torch.float32, 64, 32) == 4
 
 
 def test_sm_count_comes_from_the_device_on_a_gpu(monkeypatch):
