@@ -65,32 +65,50 @@ POINTER_CONFIGS = [
 ]
 
 
-def _split_k_config(bk: int, stages: int, warps: int, group: int = 8) -> triton.Config:
-    """A config of the split-K kernel, whose output tile (BLOCK_M, BLOCK_N) the dispatch sets."""
-    return triton.Config({"BLOCK_K": bk, "GROUP_M": group}, num_warps=warps, num_stages=stages)
+def set_split_k_block_shape(nargs: dict) -> None:
+    """Split-K config pre-hook: give B's host-side TMA descriptor, when there is one, this config's box."""
+    if nargs["b_desc"] is not None:
+        bk, bn = nargs["BLOCK_K"], nargs["BLOCK_N"]
+        nargs["b_desc"].block_shape = [bn, bk] if nargs["B_TRANS"] else [bk, bn]
+
+
+def split_k_config(bk: int, stages: int, warps: int, group: int = 8,
+                    tma: bool = False) -> triton.Config:
+    """A config of the split-K kernel, whose output tile (BLOCK_M, BLOCK_N) the dispatch sets;
+    ``tma``: B's tiles arrive by TMA (where B allows: :func:`prune_split_k`), A's by pointer."""
+    return triton.Config({"BLOCK_K": bk, "GROUP_M": group, "TMA_LOADS": tma}, num_warps=warps,
+                         num_stages=stages, pre_hook=set_split_k_block_shape)
 
 
 SPLIT_K_CONFIGS = (
-    _split_k_config(32, stages=4, warps=4),
-    _split_k_config(32, stages=5, warps=4),
-    _split_k_config(64, stages=5, warps=4),
-    _split_k_config(64, stages=3, warps=4),
+    split_k_config(32, stages=4, warps=4),
+    split_k_config(32, stages=5, warps=4),
+    split_k_config(64, stages=5, warps=4),
+    split_k_config(64, stages=3, warps=4),
+    split_k_config(64, stages=5, warps=4, tma=True),
+    split_k_config(64, stages=4, warps=8, tma=True),
 )
 """For 128x128 output tiles over K parts of 256 and more; BLOCK_K 32 leads (NOTES: probe
-split_k_configs, addmm's dW at 5 parts 55.1 us against 65-87 us with BLOCK_K 64 or 8 warps)."""
+split_k_configs, addmm's dW at 5 parts 55.1 us against 65-87 us with BLOCK_K 64 or 8 warps).
+The TMA configs are predictions (NOTES: prediction 40)."""
 SKINNY_CONFIGS = (
-    _split_k_config(128, stages=4, warps=4),
-    _split_k_config(256, stages=3, warps=4),
-    _split_k_config(256, stages=4, warps=8),
-    _split_k_config(64, stages=6, warps=4),
-    _split_k_config(64, stages=8, warps=4),
-    _split_k_config(128, stages=3, warps=4),
+    split_k_config(128, stages=4, warps=4),
+    split_k_config(256, stages=3, warps=4),
+    split_k_config(256, stages=4, warps=8),
+    split_k_config(64, stages=6, warps=4),
+    split_k_config(64, stages=8, warps=4),
+    split_k_config(128, stages=3, warps=4),
+    split_k_config(64, stages=8, warps=4, tma=True),
+    split_k_config(128, stages=4, warps=4, tma=True),
+    split_k_config(256, stages=3, warps=4, tma=True),
 )
 """For (16..64) x (32..64) output tiles streaming B: long k-blocks and deep pipelines keep 36 KiB
 or more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us /
 132); BK64/s8 leads at 1x4096x4096 and 16x4096x4096, BK128/s3 at 8192x8x8192 (NOTES: probe
-skinny_plans)."""
-INTERPRETER_SPLIT_K_CONFIGS = (_split_k_config(16, stages=2, warps=4, group=2),)
+skinny_plans); the TMA configs are predictions (NOTES: prediction 40)."""
+INTERPRETER_SPLIT_K_CONFIGS = (split_k_config(16, stages=2, warps=4, group=2),)
+INTERPRETER_SPLIT_K_TMA_CONFIG = split_k_config(16, stages=2, warps=4, group=2, tma=True)
+"""The interpreter's TMA variant, for tests that run it as a given config."""
 INTERPRETER_TMA_CONFIGS = [_tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
 INTERPRETER_POINTER_CONFIGS = [_pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
 
@@ -152,15 +170,17 @@ def prune_pointer(configs: list[triton.Config], named_args: dict,
 def prune_split_k(configs: list[triton.Config], named_args: dict,
                   **kwargs) -> list[triton.Config]:
     """Split-K configs whose pipelined operand tiles fit (the launch sets BLOCK_M and BLOCK_N);
-    one tile a program, so its epilogue reuses the operands' shared memory (as in :func:`config_smem`)."""
+    one tile a program, so its epilogue reuses the operands' shared memory (as in :func:`config_smem`).
+    TMA configs only where the launch passes B's descriptor (``B_TMA``)."""
     args = {**named_args, **kwargs}
     operand, rows = args["a_ptr"], args["BLOCK_M"] + args["BLOCK_N"]
 
     def smem(config: triton.Config) -> int:
         return rows * config.kwargs["BLOCK_K"] * operand.element_size() * config.num_stages
 
-    return _fitting(configs, operand, smem)
+    loadable = [c for c in configs if args["B_TMA"] or not c.kwargs["TMA_LOADS"]]
+    return _fitting(loadable, operand, smem)
 
 
 TUNING_KEY = ["M", "N", "K", "A_TRANS", "B_TRANS", "BIAS_KIND", "DOT_PRECISION"]
-SPLIT_K_TUNING_KEY = [*TUNING_KEY, "SPLIT_K", "BLOCK_M", "BLOCK_N"]
+SPLIT_K_TUNING_KEY = [*TUNING_KEY, "SPLIT_K", "BLOCK_M", "BLOCK_N", "B_TMA"]

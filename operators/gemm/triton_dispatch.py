@@ -64,9 +64,10 @@ class Route:
     block_n: int = 0
     configs: tuple[triton.Config, ...] = ()
     part_step: int = 0
-    swapped: tuple[int, int] = (0, 0)
-    """For a problem computed transposed (N skinny): its ``(BLOCK_N, part length)``, K cut into
-    parts of that length whatever the wave fill; ``(0, 0)``: as any other problem."""
+    swapped_block_n: int = 0
+    """For a problem computed transposed (N skinny), its BLOCK_N; 0: ``block_n`` as any other."""
+    swapped_part_k: int = 0
+    """For a problem computed transposed, the part length K is also cut into (:func:`streaming_parts`)."""
     swapped_reason: str = ""
 
 
@@ -82,26 +83,35 @@ ROUTES: dict[Regime, Route] = {
     Regime.SKINNY: Route(
         Kernel.SPLIT_K, block_m=(16, 64), block_n=32, configs=SKINNY_CONFIGS, part_step=64,
         reason="BLOCK_M covers M (16-64) so B is read once; 32 columns a program (128 programs at "
-               "N=4096), K split only when they leave SMs idle; N the small side: out.T = b.T @ a.T",
-        swapped=(64, 2048),
-        swapped_reason="out.T = b.T @ a.T streams a.T along K: 64 columns over parts of 2048 keep "
-                       "more of it in flight than 32 over all of K (probe skinny_plans: 8192x8x8192 "
-                       "0.73 -> 0.93x cuBLAS, its dW 0.69 -> 1.00x)"),
+               "N=4096), K split only when they leave SMs idle",
+        swapped_block_n=64, swapped_part_k=2048,
+        swapped_reason="N the small side: out.T = b.T @ a.T streams a.T along K; 64 columns over "
+                       "parts of 2048 keep more of it in flight than 32 over all of K (probe "
+                       "skinny_plans: 8192x8x8192 0.73 -> 0.93x cuBLAS, its dW 0.69 -> 1.00x)"),
 }
 """The Triton kernel of each regime, with the H200's tiles and configs."""
+
+STREAMING_WAVES = 4
+"""The most waves of programs :func:`streaming_parts` cuts K for (8192x8x8192: 512 programs)."""
+
+
+def streaming_parts(tiles: int, k: int, sms: int, part_k: int) -> int:
+    """K parts of ``part_k`` for ``tiles`` output tiles that stream their operand along K, as
+    long as the programs stay within :data:`STREAMING_WAVES` waves (at most :data:`MAX_SPLIT`)."""
+    return max(1, min(MAX_SPLIT, k // part_k, STREAMING_WAVES * sms // max(tiles, 1)))
 
 
 def _interpreted(route: Route) -> Route:
     """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config,
-    parts in steps of its BLOCK_K."""
+    parts in steps of its BLOCK_K, transposed problems' parts of 6 k-blocks (the shared test
+    cases' K of 300 in 3 parts, as the wave-fill rule cuts it)."""
     if route.kernel is not Kernel.SPLIT_K:
         return route
     step = INTERPRETER_SPLIT_K_CONFIGS[0].kwargs["BLOCK_K"]
-    # Parts of 6 k-blocks: the shared test cases' K of 300 in 3 parts, as the wave-fill rule cuts it.
-    swapped = (max(16, route.swapped[0] // 4), 6 * step) if route.swapped[0] else route.swapped
     return dataclasses.replace(route, block_m=tuple(max(16, b // 4) for b in route.block_m),
                                block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS,
-                               part_step=step, swapped=swapped)
+                               part_step=step, swapped_block_n=max(16, route.swapped_block_n // 4),
+                               swapped_part_k=6 * step)
 
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
@@ -145,12 +155,12 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     rows, cols = (n, m) if swap else (m, n)
     low, high = route.block_m
     block_m = min(max(triton.next_power_of_2(rows), low), high)
-    block_n, part_k = route.swapped if swap and route.swapped[0] else (route.block_n, 0)
-    if part_k:
-        split = min(MAX_SPLIT, max(1, k // part_k))
-    else:
-        split = split_count(output_tiles(rows, cols, block_m, block_n), k, sms,
-                            MIN_PART_STEPS * route.part_step)
+    transposed = swap and route.swapped_block_n > 0
+    block_n = route.swapped_block_n if transposed else route.block_n
+    tiles = output_tiles(rows, cols, block_m, block_n)
+    split = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
+    if transposed:
+        split = max(split, streaming_parts(tiles, k, sms, route.swapped_part_k))
     if settled_regime(name, split) is not name:
         return Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     return Plan(name, Kernel.SPLIT_K, block_m, block_n, split, swap)

@@ -12,6 +12,7 @@ from harness.device import prepare_backends
 
 prepare_backends("cpu")
 
+from pathlib import Path  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 import pytest  # noqa: E402
@@ -22,7 +23,7 @@ from operators.gemm import strategy, triton_configs, triton_dispatch, triton_imp
 from operators.gemm.operator import GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
-from tests.helpers import tf32_allowed  # noqa: E402
+from tests.helpers import run_compiling, tf32_allowed  # noqa: E402
 from tests.operators.gemm_helpers import REGIME_CASES, assert_close  # noqa: E402
 
 H200_SMS = 132
@@ -71,11 +72,29 @@ def test_decode_shapes_take_the_skinny_path_with_a_block_covering_m(m: int, bloc
     assert h200_plan(m, 4096, 4096) == Plan(Regime.SKINNY, Kernel.SPLIT_K, block_m, 32, split_k=1)
 
 
-def test_skinny_n_is_computed_transposed_over_parts_of_2048():
+def test_skinny_n_is_computed_transposed_over_parts_of_2048_within_four_waves():
     assert h200_plan(8192, 8, 8192) == Plan(Regime.SKINNY, Kernel.SPLIT_K, 16, 64, split_k=4, swap=True)
-    assert h200_plan(8192, 8, 16384).split_k == 8
+    assert h200_plan(8192, 8, 16384).split_k == 4  # 8 parts would be 1024 programs, 7.8 waves
+    assert h200_plan(65536, 8, 8192).split_k == 1  # 1024 tiles are 7.8 waves unsplit
     assert h200_plan(8192, 8, 2047) == Plan(Regime.SKINNY, Kernel.SPLIT_K, 16, 64, split_k=1, swap=True)
     assert h200_plan(8, 8192, 8192).split_k == 1  # M skinny: B streams along N, over all of K
+
+
+@pytest.mark.parametrize(("shape", "parts"), [((1024, 8, 2048), 8), ((8, 4, 8192), 16)])
+def test_transposed_skinny_problems_with_few_tiles_still_fill_their_waves(shape, parts: int):
+    # 16 tiles of 64 columns need 8 parts for 128 programs; one tile takes the most parts.
+    assert h200_plan(*shape).split_k == parts
+
+
+def test_a_transposed_skinny_problem_streams_in_parts_its_tiles_alone_would_not_need():
+    # The interpreter's scale: 4 tiles of 16 columns on 3 SMs fill their wave unsplit; parts of
+    # 6 k-blocks cut K = 300 into 3 (of 7, 7 and 5 k-blocks), each checked against float64.
+    m, n, k = 64, 8, 300
+    assert triton_dispatch.plan(m, n, k, "tf32", torch.device("cpu")) == \
+        Plan(Regime.SKINNY, Kernel.SPLIT_K, 16, 16, split_k=3, swap=True)
+    a, b, bias = torch.randn(m, k), torch.randn(k, n), torch.randn(n)
+    assert_close(triton_impl.fused_matmul(a, b, bias, alpha=0.5, beta=2.0),
+                 0.5 * a.double() @ b.double() + 2.0 * bias.double())
 
 
 def test_skinny_problems_with_few_column_blocks_split_k():
@@ -120,7 +139,7 @@ def test_every_regime_has_a_route_and_every_rule_and_route_a_reason():
     assert set(triton_dispatch.ROUTES) == set(Regime) == {rule.regime for rule in strategy.RULES}
     assert all(rule.reason for rule in strategy.RULES)
     assert all(route.reason for route in triton_dispatch.ROUTES.values())
-    assert all(route.swapped_reason for route in triton_dispatch.ROUTES.values() if route.swapped[0])
+    assert all(route.swapped_reason for route in triton_dispatch.ROUTES.values() if route.swapped_block_n)
     for route in triton_dispatch.ROUTES.values():
         assert (route.kernel is Kernel.SPLIT_K) == bool(route.configs)
 
@@ -139,12 +158,13 @@ def test_split_k_configs_fit_the_h200_in_bf16_and_are_pruned_in_fp32(monkeypatch
 
     def kept(configs, dtype: torch.dtype, block_m: int, block_n: int) -> int:
         args = {"a_ptr": torch.empty(1, dtype=dtype)}
-        return len(triton_configs.prune_split_k(list(configs), args, BLOCK_M=block_m, BLOCK_N=block_n))
+        return len(triton_configs.prune_split_k(list(configs), args, BLOCK_M=block_m, BLOCK_N=block_n,
+                                                B_TMA=True))
 
-    assert kept(triton_configs.SPLIT_K_CONFIGS, torch.bfloat16, 128, 128) == 4
-    assert kept(triton_configs.SKINNY_CONFIGS, torch.bfloat16, 64, 32) == 6
+    assert kept(triton_configs.SPLIT_K_CONFIGS, torch.bfloat16, 128, 128) == 6
+    assert kept(triton_configs.SKINNY_CONFIGS, torch.bfloat16, 64, 32) == 9
     assert kept(triton_configs.SPLIT_K_CONFIGS, torch.float32, 128, 128) == 3
-    assert kept(triton_configs.SKINNY_CONFIGS, torch.float32, 64, 32) == 4
+    assert kept(triton_configs.SKINNY_CONFIGS, torch.float32, 64, 32) == 6
 
 
 def test_sm_count_comes_from_the_device_on_a_gpu(monkeypatch):
@@ -193,3 +213,56 @@ def test_a_split_k_call_on_an_explicit_config_matches_the_autotuned_one():
         assert_close(out, want)
     triton_impl.fused_matmul(a, b)
     assert triton_splitk.autotuned_pick(Regime.SPLIT_K) == config
+
+
+# ---------------------------------------------------------------------------------------------
+# TMA loads of B in the split-K kernel
+# ---------------------------------------------------------------------------------------------
+
+
+def _operand(rows: int, cols: int, transposed: bool, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(cols, rows, dtype=dtype).mT if transposed else torch.randn(rows, cols, dtype=dtype)
+
+
+@pytest.mark.parametrize(("shape", "a_trans", "b_trans", "dtype"), [
+    ((24, 40, 300), False, False, torch.float32),   # split-K, 3 parts, K not a multiple of BLOCK_K
+    ((24, 48, 296), True, True, torch.float16),     # split-K over transposed operands
+    ((3, 48, 300), False, False, torch.float32),    # skinny M: B streams along N
+    ((40, 3, 296), False, True, torch.float16),     # skinny N, computed transposed in 3 parts
+    ((40, 3, 300), False, False, torch.float32),
+])
+def test_tma_loads_of_b_match_float64_with_the_epilogue(shape, a_trans: bool, b_trans: bool,
+                                                       dtype: torch.dtype):
+    m, n, k = shape
+    a, b = _operand(m, k, a_trans, dtype), _operand(k, n, b_trans, dtype)
+    bias = torch.randn(m, n, dtype=dtype)
+    chosen = triton_dispatch.plan(m, n, k, "tf32", a.device)
+    assert chosen.kernel is Kernel.SPLIT_K and (chosen.split_k > 1 or chosen.regime is Regime.SKINNY)
+    out = torch.full((m, n), float("nan"), dtype=dtype)
+    triton_splitk.split_k_matmul(a, b, out, triton_configs.FULL_BIAS, bias, 1.5, -0.5, "tf32", chosen,
+                                 triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG)
+    assert_close(out, 1.5 * a.double() @ b.double() - 0.5 * bias.double())
+
+
+def test_tma_configs_are_left_out_where_b_has_no_descriptor(monkeypatch):
+    # fp16 rows of 300 elements are 600 bytes apart: no 16-byte pitch for a TMA descriptor.
+    monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
+    (m, n, k), _ = REGIME_CASES["split_k"]
+    a, b = torch.randn(m, k, dtype=torch.float16), torch.randn(n, k, dtype=torch.float16).mT
+    chosen = triton_dispatch.plan(m, n, k, "tf32", a.device)
+    out = torch.empty(m, n, dtype=torch.float16)
+    with pytest.raises(ValueError, match="loads B by TMA"):
+        triton_splitk.split_k_matmul(a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32", chosen,
+                                     triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG)
+    configs = [triton_configs.INTERPRETER_SPLIT_K_CONFIGS[0], triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG]
+    kept = triton_configs.prune_split_k(configs, {"a_ptr": a}, BLOCK_M=32, BLOCK_N=32, B_TMA=False)
+    assert kept == configs[:1]
+    assert triton_configs.prune_split_k(configs, {"a_ptr": a}, BLOCK_M=32, BLOCK_N=32, B_TMA=True) == configs
+
+
+def test_split_k_configs_compile_for_sm90_within_shared_memory_and_load_b_as_listed():
+    checked = run_compiling(Path(__file__).with_name("sm90") / "split_k_fits_sm90.py")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    listed = len(triton_configs.SPLIT_K_CONFIGS) + 3 * len(triton_configs.SKINNY_CONFIGS)
+    assert checked.stdout.count("bytes of shared memory") == 2 * listed, checked.stdout
+    assert any(c.kwargs["TMA_LOADS"] for c in triton_configs.SKINNY_CONFIGS + triton_configs.SPLIT_K_CONFIGS)

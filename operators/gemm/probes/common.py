@@ -4,14 +4,19 @@ early keeps what it finished)."""
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
+import triton
 
 from harness.device import prepare_backends
 from harness.settings import TimerSettings
 from harness.timing import make_timer
+from operators.gemm.triton_configs import NO_BIAS
+from operators.gemm.triton_dispatch import Plan
+from operators.gemm.triton_splitk import split_k_matmul
 
 DTYPE = torch.bfloat16
 """The dtype every gemm probe runs in."""
@@ -53,3 +58,38 @@ class VariantLog:
             with open(self.out, "w") as f:
                 json.dump({"device": torch.cuda.get_device_name(), "records": self.records}, f, indent=1)
         return run
+
+
+def split_k_call(a: torch.Tensor, b: torch.Tensor, plan: Plan,
+                 config: triton.Config | None) -> Callable[[], torch.Tensor]:
+    """``a @ b`` on Triton's split-K kernel as ``plan`` says, on ``config`` (None: the
+    autotuner's pick), into an output of its own that starts as NaN."""
+    out = torch.full((a.shape[0], b.shape[1]), float("nan"), device=a.device, dtype=a.dtype)
+
+    def call() -> torch.Tensor:
+        split_k_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", plan, config)
+        return out
+    return call
+
+
+def operand(rows: int, cols: int, transposed: bool) -> torch.Tensor:
+    """A random (rows, cols) operand, row-major or a transposed view of a row-major one."""
+    if transposed:
+        return torch.randn(cols, rows, device="cuda", dtype=DTYPE).mT
+    return torch.randn(rows, cols, device="cuda", dtype=DTYPE)
+
+
+def probe_matmuls(doc: str, shapes: Sequence[str],
+                  probe_shape: Callable[[torch.Tensor, torch.Tensor, Run], None]) -> None:
+    """A probe's command line: ``--out FILE`` and shapes ``M,N,K`` (default ``shapes``), where
+    ``,t`` reads B through a transposed view (the backward's ``grad @ w.T``) and ``,ta`` reads
+    A so (``a.T @ grad``); ``probe_shape`` runs the variants of each, logged to FILE."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shape", action="append", help=f"M,N,K[,t|,ta] (default: {' '.join(shapes)})")
+    args = parser.parse_args()
+    log = VariantLog(args.out)
+    for text in args.shape or shapes:
+        m, n, k = map(int, text.split(",")[:3])
+        a, b = operand(m, k, text.endswith(",ta")), operand(k, n, text.endswith(",t"))
+        probe_shape(a, b, log.runner(text, a.double() @ b.double(), 2.0 * m * n * k))

@@ -12,13 +12,11 @@ matmul ``(M, N, K)``; a ``,t`` suffix reads B through a transposed view, as addm
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 import triton
 
 from operators.gemm import helion_impl, triton_impl
-from operators.gemm.probes.common import DTYPE, Run, VariantLog
+from operators.gemm.probes.common import Run, probe_matmuls
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import POINTER_CONFIGS, SKINNY_CONFIGS, SPLIT_K_CONFIGS, TMA_CONFIGS
 from operators.gemm.triton_dispatch import Kernel, plan
@@ -37,7 +35,8 @@ def describe(config: triton.Config | None) -> str:
         return "none"
     kw = config.kwargs
     tile = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x" if "BLOCK_M" in kw else "BK"
-    extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE") if kw.get(name))
+    extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE", "TMA_LOADS")
+                    if kw.get(name))
     return f"{tile}{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}{extra}"
 
 
@@ -61,19 +60,5 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
             lambda config=config: triton_impl.fused_matmul(a, b, config=config))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--shape", action="append", help=f"M,N,K[,t] (default: {' '.join(SHAPES)})")
-    args = parser.parse_args()
-    log = VariantLog(args.out)
-    for text in args.shape or SHAPES:
-        m, n, k = map(int, text.split(",")[:3])
-        a = torch.randn(m, k, device="cuda", dtype=DTYPE)
-        b = torch.randn(n, k, device="cuda", dtype=DTYPE).mT if text.endswith(",t") else \
-            torch.randn(k, n, device="cuda", dtype=DTYPE)
-        probe_shape(a, b, log.runner(text, a.double() @ b.double(), 2.0 * m * n * k))
-
-
 if __name__ == "__main__":
-    main()
+    probe_matmuls(__doc__, SHAPES, probe_shape)

@@ -19,11 +19,11 @@ import torch
 import triton
 
 from operators.gemm import helion_impl
-from operators.gemm.probes.common import DTYPE, Run, VariantLog
+from operators.gemm.probes.common import DTYPE, Run, VariantLog, split_k_call
 from operators.gemm.strategy import Regime
-from operators.gemm.triton_configs import NO_BIAS, SPLIT_K_CONFIGS
+from operators.gemm.triton_configs import SPLIT_K_CONFIGS, split_k_config
 from operators.gemm.triton_dispatch import Kernel, Plan, plan
-from operators.gemm.triton_splitk import autotuned_pick, split_k_matmul
+from operators.gemm.triton_splitk import autotuned_pick
 
 PARTS = (3, 4, 5, 6, 8)
 
@@ -31,13 +31,14 @@ PARTS = (3, 4, 5, 6, 8)
 def describe(config: triton.Config | None) -> str:
     if config is None:
         return "none"
-    return f"BK{config.kwargs['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}"
+    tma = " tma" if config.kwargs["TMA_LOADS"] else ""
+    return f"BK{config.kwargs['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}{tma}"
 
 
 EXTRA_CONFIGS = tuple(
     config for config in (
-        triton.Config({"BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages)
-        for bk, stages, warps in itertools.product((32, 64), (3, 4, 5), (4, 8)))
+        split_k_config(bk, stages, warps, tma=tma)
+        for bk, stages, warps, tma in itertools.product((32, 64), (3, 4, 5), (4, 8), (False, True)))
     if describe(config) not in {describe(listed) for listed in SPLIT_K_CONFIGS}
 )
 """Configs beside the route's own: Helion's stored split-K tiles (128x128x32 or x64, 3-5
@@ -54,14 +55,8 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     run("helion", lambda: helion_impl.fused_matmul(a, b))
 
     def triton_call(split: int, config: triton.Config | None) -> Callable[[], torch.Tensor]:
-        """A variant's call, into an output of its own that starts as NaN."""
-        variant = Plan(Regime.SPLIT_K, Kernel.SPLIT_K, chosen.block_m, chosen.block_n, split)
-        out = torch.full((rows, cols), float("nan"), device=a.device, dtype=a.dtype)
-
-        def call() -> torch.Tensor:
-            split_k_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", variant, config)
-            return out
-        return call
+        return split_k_call(a, b, Plan(Regime.SPLIT_K, Kernel.SPLIT_K, chosen.block_m, chosen.block_n, split),
+                            config)
 
     triton_call(chosen.split_k, None)()  # the autotuner picks; this output is not checked
     pick = describe(autotuned_pick(Regime.SPLIT_K))
