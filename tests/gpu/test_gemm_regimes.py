@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from harness.notes import collecting
-from operators.gemm import helion_dispatch, helion_impl, triton_dispatch, triton_impl
+from operators.gemm import helion_dispatch, helion_impl, triton_dispatch, triton_impl, triton_splitk
 from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
 from operators.gemm.strategy import Regime
+from operators.gemm.triton_configs import ROW_BIAS
 
 CASES = {
     (1536, 512, 20120): Regime.SPLIT_K,  # addmm's mat1.T @ grad at the reference shape 20120x512x1536
@@ -67,3 +68,30 @@ def test_split_k_result_is_the_same_bits_every_run(backend: str) -> None:
     a, b, bias = _inputs(1536, 512, 20120)
     first = FUSED[backend](a, b, bias)
     assert all(torch.equal(first, FUSED[backend](a, b, bias)) for _ in range(5))
+
+
+TMA_CONFIGS = [config for route in triton_dispatch.ROUTES.values() for config in route.configs
+               if config.kwargs["TMA_LOADS"]]
+
+
+@pytest.mark.parametrize("config", TMA_CONFIGS, ids=str)
+@pytest.mark.parametrize("shape", CASES, ids=lambda s: "x".join(map(str, s)))
+def test_triton_split_k_tma_configs_match_float64_in_bf16(shape: tuple[int, int, int], config) -> None:
+    # Every TMA config, picked or not, on each shape whose plan runs split-K with B describable
+    # (7x4095x4097's B has rows of 8190 bytes: no descriptor, so its TMA configs are not run).
+    m, n, k = shape
+    a, b, bias = _inputs(m, n, k)
+    chosen = triton_dispatch.plan(m, n, k, "tf32", a.device)
+    routed = triton_dispatch.ROUTES[chosen.regime]
+    if chosen.kernel is not triton_dispatch.Kernel.SPLIT_K or config not in routed.configs:
+        pytest.skip(f"{shape} does not run this config's regime")
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    args = (a, b, out, ROW_BIAS, bias.expand(m, n), 1.5, -0.75, "tf32", chosen, config)
+    if shape == (7, 4095, 4097):
+        with pytest.raises(ValueError, match="loads B by TMA"):
+            triton_splitk.split_k_matmul(*args)
+        return
+    triton_splitk.split_k_matmul(*args)
+    want = 1.5 * a.double() @ b.double() - 0.75 * bias.double()
+    rtol, atol = matmul_tolerance("cuda", torch.bfloat16, 2 * typical_magnitude(*shape))
+    torch.testing.assert_close(out.double(), want, rtol=rtol, atol=atol)
