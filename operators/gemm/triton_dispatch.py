@@ -103,15 +103,17 @@ def streaming_parts(tiles: int, k: int, sms: int, part_k: int) -> int:
 
 def _interpreted(route: Route) -> Route:
     """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config,
-    parts in steps of its BLOCK_K, transposed problems' parts of 6 k-blocks (the shared test
-    cases' K of 300 in 3 parts, as the wave-fill rule cuts it)."""
+    parts in steps of its BLOCK_K, transposed problems' parts of 96 (6 k-blocks: the shared
+    test cases' K of 300 in 3 parts, of 7, 7 and 5 k-blocks, as the wave-fill rule cuts it)."""
     if route.kernel is not Kernel.SPLIT_K:
         return route
     step = INTERPRETER_SPLIT_K_CONFIGS[0].kwargs["BLOCK_K"]
+    swapped = route.swapped_block_n > 0
     return dataclasses.replace(route, block_m=tuple(max(16, b // 4) for b in route.block_m),
                                block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS,
-                               part_step=step, swapped_block_n=max(16, route.swapped_block_n // 4),
-                               swapped_part_k=6 * step)
+                               part_step=step,
+                               swapped_block_n=max(16, route.swapped_block_n // 4) if swapped else 0,
+                               swapped_part_k=6 * step if swapped else 0)
 
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES

@@ -162,7 +162,8 @@ def split_k_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kin
     else:
         if config.kwargs["TMA_LOADS"] and b_desc is None:
             raise ValueError(f"config {config.kwargs} loads B by TMA, which this B does not allow")
-        config.pre_hook({**args, **config.kwargs})
+        if config.pre_hook is not None:
+            config.pre_hook({**args, **config.kwargs})
         _matmul_split_k_kernel[grid](**args, **config.kwargs, num_warps=config.num_warps,
                                      num_stages=config.num_stages)
     if plan.split_k > 1:
@@ -173,12 +174,14 @@ def split_k_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kin
 
 def _b_descriptor(b: torch.Tensor, transposed: bool, plan: Plan) -> TensorDescriptor | None:
     """A row-major descriptor over B (or B.T when ``transposed``) for the TMA configs, or None
-    where TMA cannot read it: before Hopper, a pitch or base not 16-byte aligned, or a box of
-    the plan's tile and the longest k-block larger than the operand."""
+    where TMA cannot read it: before Hopper, rows that are not contiguous, repeated (stride 0)
+    or not 16-byte aligned in base and pitch, or a box of the plan's tile and the longest
+    k-block larger than the operand."""
     rows = b.T if transposed else b
     box = (plan.block_n, MAX_BLOCK_K) if transposed else (MAX_BLOCK_K, plan.block_n)
     if not (INTERPRETED or torch.cuda.get_device_capability(b.device)[0] >= 9) or \
-            not is_tma_aligned(b, transposed) or any(d < bd for d, bd in zip(rows.shape, box, strict=True)):
+            rows.stride(1) != 1 or rows.stride(0) <= 0 or not is_tma_aligned(b, transposed) or \
+            any(d < bd for d, bd in zip(rows.shape, box, strict=True)):
         return None
     return TensorDescriptor(rows, list(rows.shape), [rows.stride(0), 1], [1, 1])
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import triton  # noqa: E402
 
 from operators.addmm.operator import AddmmOperator  # noqa: E402
 from operators.gemm import strategy, triton_configs, triton_dispatch, triton_impl, triton_splitk  # noqa: E402
@@ -244,20 +245,63 @@ def test_tma_loads_of_b_match_float64_with_the_epilogue(shape, a_trans: bool, b_
     assert_close(out, 1.5 * a.double() @ b.double() - 0.5 * bias.double())
 
 
-def test_tma_configs_are_left_out_where_b_has_no_descriptor(monkeypatch):
-    # fp16 rows of 300 elements are 600 bytes apart: no 16-byte pitch for a TMA descriptor.
+def _unaligned(rows: int, cols: int, dtype: torch.dtype) -> torch.Tensor:
+    """A row-major (rows, cols) tensor whose base is 2 bytes past a 16-byte boundary."""
+    return torch.randn(rows * cols + 1, dtype=dtype)[1:].view(rows, cols)
+
+
+TMA_CASE = (24, 40, 300)
+"""A split-K problem (3 parts on the interpreter's 3 SMs) whose B, (300, 40), holds a 16x32 box."""
+
+
+@pytest.mark.parametrize("b_kind", ["aligned", "pitch", "base", "strided", "repeated"])
+def test_tma_configs_run_only_where_b_has_a_descriptor(monkeypatch, b_kind: str):
     monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
-    (m, n, k), _ = REGIME_CASES["split_k"]
-    a, b = torch.randn(m, k, dtype=torch.float16), torch.randn(n, k, dtype=torch.float16).mT
+    m, n, k = TMA_CASE
+    b = {"aligned": lambda: torch.randn(k, n, dtype=torch.float16),
+         "pitch": lambda: torch.randn(n, k, dtype=torch.float16).mT,  # rows of 600 bytes
+         "base": lambda: _unaligned(k, n, torch.float16),
+         "strided": lambda: torch.randn(k, 4 * n, dtype=torch.float16)[:, ::4],  # neither stride 1
+         "repeated": lambda: torch.randn(1, n, dtype=torch.float16).expand(k, n)}[b_kind]()
+    a = torch.randn(m, k, dtype=torch.float16)
     chosen = triton_dispatch.plan(m, n, k, "tf32", a.device)
-    out = torch.empty(m, n, dtype=torch.float16)
+    assert chosen.kernel is Kernel.SPLIT_K and chosen.split_k == 3
+    out = torch.full((m, n), float("nan"), dtype=torch.float16)
+    call = (a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32", chosen,
+            triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG)
+    if b_kind == "aligned":
+        triton_splitk.split_k_matmul(*call)
+        assert_close(out, a.double() @ b.double())
+        return
     with pytest.raises(ValueError, match="loads B by TMA"):
-        triton_splitk.split_k_matmul(a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32", chosen,
-                                     triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG)
+        triton_splitk.split_k_matmul(*call)
+    assert_close(triton_impl.fused_matmul(a, b), a.double() @ b.double())
+
+
+def test_tma_configs_are_pruned_unless_the_launch_passes_a_descriptor(monkeypatch):
+    monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
     configs = [triton_configs.INTERPRETER_SPLIT_K_CONFIGS[0], triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG]
-    kept = triton_configs.prune_split_k(configs, {"a_ptr": a}, BLOCK_M=32, BLOCK_N=32, B_TMA=False)
-    assert kept == configs[:1]
-    assert triton_configs.prune_split_k(configs, {"a_ptr": a}, BLOCK_M=32, BLOCK_N=32, B_TMA=True) == configs
+    args = {"a_ptr": torch.empty(1, dtype=torch.float16)}
+    assert triton_configs.prune_split_k(configs, args, BLOCK_M=32, BLOCK_N=32, B_TMA=False) == configs[:1]
+    assert triton_configs.prune_split_k(configs, args, BLOCK_M=32, BLOCK_N=32, B_TMA=True) == configs
+
+
+def test_the_autotuner_never_runs_a_tma_pick_on_a_b_without_a_descriptor(monkeypatch):
+    # Two configs, the TMA one first and every timing equal, so the autotuner picks it for an
+    # aligned B; a B of the same shape and strides on an unaligned base must be tuned apart.
+    monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
+    configs = [triton_configs.INTERPRETER_SPLIT_K_TMA_CONFIG, triton_configs.INTERPRETER_SPLIT_K_CONFIGS[0]]
+    tuned = triton.autotune(configs=configs, key=triton_configs.SPLIT_K_TUNING_KEY,
+                            prune_configs_by={"early_config_prune": triton_configs.prune_split_k},
+                            do_bench=lambda call, quantiles=None, **_: [1.0] * len(quantiles or [1]))(
+        triton_splitk._matmul_split_k_kernel)
+    monkeypatch.setitem(triton_splitk._TUNED, Regime.SPLIT_K, tuned)
+    m, n, k = TMA_CASE
+    a = torch.randn(m, k, dtype=torch.float16)
+    aligned, unaligned = torch.randn(k, n, dtype=torch.float16), _unaligned(k, n, torch.float16)
+    for b, picked_tma in ((aligned, True), (unaligned, False)):
+        assert_close(triton_impl.fused_matmul(a, b), a.double() @ b.double())
+        assert tuned.best_config.kwargs["TMA_LOADS"] is picked_tma
 
 
 def test_split_k_configs_compile_for_sm90_within_shared_memory_and_load_b_as_listed():

@@ -1,6 +1,7 @@
 """Without a GPU: every config of the Triton split-K kernel's two lists compiles for sm_90 (the
-H100 and H200) in bf16 at its regime's tiles, within a block's shared memory, and the TMA
-configs' B tiles do arrive by TMA (the pointer configs' by asynchronous copies).
+H100 and H200) in bf16 at its regime's tiles, within a block's shared memory, the TMA
+configs' B tiles arrive by TMA and every config's pointer loads (A's, and B's in the pointer
+configs) are asynchronous copies, i.e. pipelined.
 
 Run in a process of its own by ``tests/operators/test_gemm_triton_regimes.py`` (the test session
 has set Triton up for its CPU interpreter, whose kernels cannot be compiled); prints each
@@ -67,10 +68,15 @@ def main() -> int:
                 return kernels[0].metadata.shared
 
             size = report(label, shared)
-            tma_loads = bool(kernels) and "async_tma_copy_global_to_local" in kernels[0].asm["ttgir"]
-            if kernels and tma_loads != config.kwargs["TMA_LOADS"]:
-                print(f"{label}: B is loaded {'by' if tma_loads else 'without'} TMA, against its config")
-                failed = True
+            if kernels:
+                ttgir = kernels[0].asm["ttgir"]
+                tma_loads = "async_tma_copy_global_to_local" in ttgir
+                if tma_loads != config.kwargs["TMA_LOADS"]:
+                    print(f"{label}: B is loaded {'by' if tma_loads else 'without'} TMA, against its config")
+                    failed = True
+                if "async_copy_global_to_local" not in ttgir:
+                    print(f"{label}: the pointer loads are not asynchronous copies (not pipelined)")
+                    failed = True
             failed |= size is None or size > SM90_MAX_SHARED
     return int(failed)
 
