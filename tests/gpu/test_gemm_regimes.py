@@ -74,20 +74,27 @@ TMA_CONFIGS = [config for route in triton_dispatch.ROUTES.values() for config in
                if config.kwargs["TMA_LOADS"]]
 
 
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["B", "B.T view"])
 @pytest.mark.parametrize("config", TMA_CONFIGS, ids=str)
 @pytest.mark.parametrize("shape", CASES, ids=lambda s: "x".join(map(str, s)))
-def test_triton_split_k_tma_configs_match_float64_in_bf16(shape: tuple[int, int, int], config) -> None:
-    # Every TMA config, picked or not, on each shape whose plan runs split-K with B describable
-    # (7x4095x4097's B has rows of 8190 bytes: no descriptor, so its TMA configs are not run).
+def test_triton_split_k_tma_configs_match_float64_in_bf16(shape: tuple[int, int, int], config,
+                                                         b_transposed: bool) -> None:
+    # Every TMA config, picked or not, on each shape whose plan runs split-K, B row-major or a
+    # column-major view (the backward's grad @ w.T); where the rows the kernel streams are not
+    # 16 bytes apart (7x4095x4097, or 1000x1000x3001's B.T) there is no descriptor to run it on.
     m, n, k = shape
     a, b, bias = _inputs(m, n, k)
+    if b_transposed:
+        b = b.T.contiguous().T
     chosen = triton_dispatch.plan(m, n, k, "tf32", a.device)
     routed = triton_dispatch.ROUTES[chosen.regime]
     if chosen.kernel is not triton_dispatch.Kernel.SPLIT_K or config not in routed.configs:
         pytest.skip(f"{shape} does not run this config's regime")
     out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     args = (a, b, out, ROW_BIAS, bias.expand(m, n), 1.5, -0.75, "tf32", chosen, config)
-    if shape == (7, 4095, 4097):
+    streamed = a.mT if chosen.swap else b
+    rows = streamed.T if streamed.stride(1) != 1 else streamed
+    if rows.stride(0) * rows.element_size() % 16:
         with pytest.raises(ValueError, match="loads B by TMA"):
             triton_splitk.split_k_matmul(*args)
         return
