@@ -60,5 +60,9 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
             lambda config=config: triton_impl.fused_matmul(a, b, config=config))
 
 
-if __name__ == "__main__":
+def main() -> None:
     probe_matmuls(__doc__, SHAPES, probe_shape)
+
+
+if __name__ == "__main__":
+    main()

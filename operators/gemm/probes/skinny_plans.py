@@ -69,5 +69,9 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
                 split_k_call(a, b, variant, config))
 
 
-if __name__ == "__main__":
+def main() -> None:
     probe_matmuls(__doc__, SHAPES, probe_shape)
+
+
+if __name__ == "__main__":
+    main()
