@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,18 @@ from harness.sweep.spec import Sweep
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_OPERATORS = sorted(path.parent.name for path in (ROOT / "operators").glob("*/operator.py"))
 """The operators' folder names: a new operator's folder adds it to every test that lists them."""
+
+
+def half_store_copy(config_path: Path, folder: Path, without: str) -> Path:
+    """A copy of a Helion config store with bf16's configs keyed as fp16 (the half dtype the
+    interpreter runs), less the key ``without``; its path in ``folder``."""
+    raw = json.loads(config_path.read_text())
+    raw["configs"] = {key.replace("|bfloat16|", "|float16|"): config
+                      for key, config in raw["configs"].items()}
+    del raw["configs"][without]
+    path = folder / config_path.name
+    path.write_text(json.dumps(raw))
+    return path
 
 
 def cpu_settings(metrics: list[str], **overrides: Any) -> RunSettings:

@@ -20,8 +20,8 @@ the H200 (``results/h200/gemm/NOTES.md``).  Instead:
   of a leaf comes back in this layout, ``AccumulateGrad`` makes the contiguous copy it would
   make anyway.
 
-Cost: one read and one write of each misaligned operand (about 16 us for a bf16 4097^2 one on the
-H200: ``results/h200/gemm/NOTES.md``, second round), nothing for aligned ones and for outputs.
+Cost: one read and one write of each misaligned operand (``results/h200/gemm/NOTES.md``, second
+round), nothing for aligned ones and for outputs.
 """
 
 from __future__ import annotations

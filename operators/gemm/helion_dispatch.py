@@ -6,8 +6,8 @@ tile over the whole of K, the epilogue in the kernel); the split-K pair of
 :mod:`operators.gemm.helion_splitk` computes fp32 parts of K side by side and adds them in a
 second kernel.  A regime's route names the bucket size its configs are stored under, the
 output tile its programs are counted in when K may be split, and whether its loads must be
-pointer-indexed whatever config is stored.  Every route is a prediction until measured on the
-H200 (``results/h200/gemm/NOTES.md``, issue 17).
+pointer-indexed whatever config is stored.  Each route's predictions and their measurements on
+the H200 are in ``results/h200/gemm/NOTES.md`` (issue 17).
 """
 
 from __future__ import annotations
@@ -65,12 +65,12 @@ class Route:
     pointer: bool = False
     decode_size: str | None = None
     """The bucket of an unsplit, unswapped problem with fewer rows than the tile (decode, M < 16):
-    its configs are tuned at M = 1, where the skinny bucket's are 2x slower (gemm NOTES, session 13)."""
+    its configs are tuned at M = 1, where the skinny bucket's are slower (gemm NOTES: prediction 30)."""
 
 
 ROUTES: dict[Regime, Route] = {
     Regime.TILED: Route(
-        reason="matmul_kernel on its small/large bucket configs (0.97-1.14x cuBLAS at M, N, K >= 4096)"),
+        reason="matmul_kernel on its small/large bucket configs (gemm NOTES: second round)"),
     Regime.SPLIT_K: Route(
         tile=(128, 128), part_step=64,
         reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "

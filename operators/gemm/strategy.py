@@ -4,9 +4,9 @@ table and one split rule, for the Triton and Helion backends.
 A regime names a kind of problem by its output's shape, its K and the GPU's SM count.  Each
 backend maps a regime to its own kernels: :data:`operators.gemm.triton_dispatch.ROUTES` for
 Triton, :data:`operators.gemm.helion_dispatch.ROUTES` for Helion.  Where a backend splits K, it
-counts its programs in its own output tiles and cuts K by :func:`split_count`.  The thresholds
-are predictions, written down with the cells they should move in ``results/h200/gemm/NOTES.md``
-(issue 17), to be confirmed or moved by measurements on the H200.
+counts its programs in its own output tiles and cuts K by :func:`split_count`.  The thresholds'
+predictions, with the cells they should move, and their measurements on the H200 are in
+``results/h200/gemm/NOTES.md`` (issue 17).
 """
 
 from __future__ import annotations
@@ -74,14 +74,14 @@ class Rule:
 
 RULES: tuple[Rule, ...] = (
     Rule(Regime.SKINNY, lambda p, lim: min(p.m, p.n) <= lim.skinny,
-         reason="a 128-row tile would be mostly padding and reading B dominates: 1x4096x4096 fwd "
-                "0.51x, 8192x8x8192 0.22x cuBLAS on the tiled kernel (issue 17)"),
+         reason="a 128-row tile would be mostly padding and reading B dominates (gemm NOTES: "
+                "issue 17, a kernel per regime)"),
     Rule(Regime.SPLIT_K, lambda p, lim: p.tiles(lim.tile) < p.sms and p.k >= lim.min_split_k,
-         reason="a partial wave idles SMs for the whole K loop: addmm's dW 1536x512, K=20120 has 48 "
-                "tiles for 132 SMs (bwd 0.71x); from K=2048 (32 k-steps of 64) a part saves more than "
-                "the reduction pass costs (~3 us)"),
+         reason="a partial wave idles SMs for the whole K loop (addmm's dW 1536x512, K=20120: 48 "
+                "tiles for 132 SMs); from K=2048 (32 k-steps of 64) a part saves more than the "
+                "reduction pass costs (gemm NOTES: issue 17, a kernel per regime)"),
     Rule(Regime.TILED, lambda p, lim: True,
-         reason="enough tiles, or too short a K to split: 0.98-1.13x cuBLAS at M, N, K >= 4096"),
+         reason="enough tiles, or too short a K to split: one program per output tile over all of K"),
 )
 """The regime of a problem: the first rule that applies (the last applies to all)."""
 

@@ -88,9 +88,8 @@ SPLIT_K_CONFIGS = (
     split_k_config(64, stages=5, warps=4, tma=True),
     split_k_config(64, stages=4, warps=8, tma=True),
 )
-"""For 128x128 output tiles over K parts of 256 and more; BLOCK_K 32 leads (NOTES: probe
-split_k_configs, addmm's dW at 5 parts 55.1 us against 65-87 us with BLOCK_K 64 or 8 warps).
-The TMA configs are predictions (NOTES: prediction 40)."""
+"""For 128x128 output tiles over K parts of 256 and more; BLOCK_K 32 leads (gemm NOTES: probe
+split_k_configs); the TMA configs are timed beside them (gemm NOTES: prediction 40)."""
 SKINNY_CONFIGS = (
     split_k_config(128, stages=4, warps=4),
     split_k_config(256, stages=3, warps=4),
@@ -105,7 +104,7 @@ SKINNY_CONFIGS = (
 """For (16..64) x (32..64) output tiles streaming B: long k-blocks and deep pipelines keep 36 KiB
 or more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us /
 132); BK64/s8 leads at 1x4096x4096 and 16x4096x4096, BK128/s3 at 8192x8x8192 (NOTES: probe
-skinny_plans); the TMA configs are predictions (NOTES: prediction 40)."""
+skinny_plans); the TMA configs are timed beside them (NOTES: prediction 40)."""
 INTERPRETER_SPLIT_K_CONFIGS = (split_k_config(16, stages=2, warps=4, group=2),)
 INTERPRETER_SPLIT_K_TMA_CONFIG = split_k_config(16, stages=2, warps=4, group=2, tma=True)
 """The interpreter's TMA variant, for tests that run it as a given config."""

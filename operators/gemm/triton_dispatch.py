@@ -3,8 +3,8 @@
 
 The tiled kernels live in :mod:`operators.gemm.triton_impl` (one program per output tile over
 the whole of K); the split-K kernel of :mod:`operators.gemm.triton_splitk` serves both the
-split-K and the skinny regimes, with a tile and configs of its own for each.  Every route is
-a prediction until measured on the H200 (``results/h200/gemm/NOTES.md``, issue 17).
+split-K and the skinny regimes, with a tile and configs of its own for each.  Each route's
+predictions and their measurements on the H200 are in ``results/h200/gemm/NOTES.md`` (issue 17).
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class Route:
 ROUTES: dict[Regime, Route] = {
     Regime.TILED: Route(
         Kernel.TMA,
-        reason="persistent TMA kernel (0.98-1.13x cuBLAS at M, N, K >= 4096); pointer loads for exact "
-               "fp32 (FMA dots), a dim below a tile or a GPU before Hopper (uses_tma)"),
+        reason="persistent TMA kernel (gemm NOTES: second round); pointer loads for exact fp32 "
+               "(FMA dots), a dim below a tile or a GPU before Hopper (uses_tma)"),
     Regime.SPLIT_K: Route(
         Kernel.SPLIT_K, block_m=(128, 128), block_n=128, configs=SPLIT_K_CONFIGS, part_step=64,
         reason="128x128 tiles, K cut until the programs fill 90% of their waves: addmm's dW "
@@ -86,8 +86,8 @@ ROUTES: dict[Regime, Route] = {
                "N=4096), K split only when they leave SMs idle",
         swapped_block_n=64, swapped_part_k=2048,
         swapped_reason="N the small side: out.T = b.T @ a.T streams a.T along K; 64 columns over "
-                       "parts of 2048 keep more of it in flight than 32 over all of K (probe "
-                       "skinny_plans: 8192x8x8192 0.73 -> 0.93x cuBLAS, its dW 0.69 -> 1.00x)"),
+                       "parts of 2048 keep more of it in flight than 32 over all of K (gemm NOTES: "
+                       "probe skinny_plans)"),
 }
 """The Triton kernel of each regime, with the H200's tiles and configs."""
 

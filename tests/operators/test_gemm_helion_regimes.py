@@ -19,14 +19,15 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from harness.notes import collecting  # noqa: E402
+from harness.operator import Mode  # noqa: E402
 from harness.tuning import launch  # noqa: E402
 from harness.tuning.choice import choose_config  # noqa: E402
 from harness.tuning.configs import ConfigStore, config_key, load_store, split_key  # noqa: E402
 from operators.gemm import helion_dispatch, helion_impl, helion_tuning  # noqa: E402
 from operators.gemm.helion_dispatch import Kernel, Plan  # noqa: E402
-from operators.gemm.operator import CUDA_SHAPES  # noqa: E402
+from operators.gemm.operator import CUDA_SHAPES, GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
-from tests.helpers import run_compiling  # noqa: E402
+from tests.helpers import assert_accurate, half_store_copy, run_cells, run_compiling  # noqa: E402
 from tests.operators.gemm_helpers import assert_close, check, randn  # noqa: E402
 
 H200_SMS = 132
@@ -192,6 +193,27 @@ def test_a_decode_bucket_missing_from_the_store_takes_the_skinny_one_of_its_layo
     choice = choose_config(without_decode, helion_impl.config_keys("matmul", torch.bfloat16, "decode|nt"),
                            helion_impl.bucket_place)
     assert choice.key == "matmul|bfloat16|skinny|nt" and "nearest stored bucket" in choice.note
+
+
+@pytest.fixture
+def fp16_store_without_small_nn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The stored configs as fp16's less ``matmul|float16|small|nn``; the tiled kernel binds afresh."""
+    path = half_store_copy(helion_impl.CONFIG_PATH, tmp_path, "matmul|float16|small|nn")
+    monkeypatch.setattr(helion_impl, "CONFIG_STORE", ConfigStore(path, helion_impl.bucket_place))
+    helion_impl.matmul_kernel.reset()
+    yield
+    helion_impl.matmul_kernel.reset()
+
+
+def test_a_gemm_bucket_deleted_from_the_store_still_runs_on_the_nearest_and_says_so(
+        fp16_store_without_small_nn):
+    cells = run_cells(GemmOperator("cpu", torch.float16), Mode.FWD_BWD, (37, 45, 29),
+                      ["accuracy", "latency"], ["eager", "helion"])
+    assert_accurate(cells, ["eager", "helion"])
+    for metric in ("accuracy", "latency"):
+        assert cells[("helion", metric)].note == (
+            "helion config: nearest stored bucket matmul|float16|small|nt for matmul|float16|small|nn")
+    assert cells[("eager", "latency")].note is None
 
 
 # Shapes of their own: a bound kernel keeps the config of its first call for the session.

@@ -105,14 +105,14 @@ def test_split_paths_read_transposed_operands_in_place(backend: Backend):
     assert backend.ran == [regime_plan(Regime.SPLIT_K, 3)]
 
 
-def test_split_path_custom_ops_pass_opcheck(backend: Backend):
+@pytest.mark.parametrize("case", REGIME_CASES)
+def test_regime_path_custom_ops_pass_opcheck(backend: Backend, case: str):
     ops = getattr(torch.ops, backend.namespace)
-    (m, n, k), _ = REGIME_CASES["split_k"]
+    (m, n, k), _ = REGIME_CASES[case]
     a, b = randn(m, k), randn(k, n)
     torch.library.opcheck(ops.matmul.default, (a, b))
     torch.library.opcheck(ops.addmm.default, (randn(n), a, b, 1.5, 0.5))
-    (m, n, k), _ = REGIME_CASES["skinny_n"]
-    torch.library.opcheck(ops.addmm.default, (randn(m, n), randn(m, k), randn(k, n), 2.0, -1.0))
+    torch.library.opcheck(ops.addmm.default, (randn(m, n), a, b, 2.0, -1.0))
 
 
 def test_split_paths_compile_without_graph_breaks(backend: Backend):

@@ -5,15 +5,18 @@ from harness.device import prepare_backends
 prepare_backends("cpu")
 
 import functools  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import helion  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from harness.operator import Mode  # noqa: E402
 from harness.tuning.choice import choose_config  # noqa: E402
-from harness.tuning.configs import load_store  # noqa: E402
+from harness.tuning.configs import ConfigStore, load_store  # noqa: E402
 from operators.rms_norm import helion_impl, helion_tuning, helion_wide, strategy  # noqa: E402
 from operators.rms_norm.operator import RMSNormOperator  # noqa: E402
+from tests.helpers import assert_accurate, half_store_copy, run_cells  # noqa: E402
 from tests.operators.rms_norm_helpers import (  # noqa: E402
     M,
     assert_matches_reference,
@@ -206,6 +209,30 @@ def test_helion_widths_without_stored_configs_take_the_nearest_width_or_helions_
             width = choice.key.split("|")[2]
             got[name] = width if choice.note else f"{width} (own)"
     assert got == expected
+
+
+@pytest.fixture
+def fp16_store_without_n1024_forward(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The stored configs as fp16's less ``rms_norm_fwd|float16|n1024``; the kernels bind afresh."""
+    path = half_store_copy(helion_impl.CONFIG_PATH, tmp_path, "rms_norm_fwd|float16|n1024")
+    monkeypatch.setattr(helion_impl, "CONFIG_STORE", ConfigStore(path, helion_impl.bucket_place))
+    for kernel in helion_impl.KERNELS.values():
+        kernel.reset()
+    yield
+    for kernel in helion_impl.KERNELS.values():
+        kernel.reset()
+
+
+def test_a_width_deleted_from_the_store_still_runs_on_the_next_nearest_and_says_so(
+        fp16_store_without_n1024_forward):
+    # 1000 wide lies in n512, not stored: its nearest, n1024, is deleted, so n2048 stands in.
+    cells = run_cells(RMSNormOperator("cpu", torch.float16), Mode.FWD_BWD, (33, 1000),
+                      ["accuracy", "latency"], ["eager", "helion"])
+    assert_accurate(cells, ["eager", "helion"])
+    for metric in ("accuracy", "latency"):
+        assert cells[("helion", metric)].note == (
+            "helion config: nearest stored bucket rms_norm_fwd|float16|n2048 for rms_norm_fwd|float16|n512")
+    assert cells[("eager", "latency")].note is None
 
 
 def test_helion_many_rows_configs_stand_in_for_each_other_before_width_configs():
