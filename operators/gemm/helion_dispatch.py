@@ -65,7 +65,8 @@ class Route:
     pointer: bool = False
     decode_size: str | None = None
     """The bucket of an unsplit, unswapped problem with fewer rows than the tile (decode, M < 16):
-    its configs are tuned at M = 1, where the skinny bucket's are slower (gemm NOTES: prediction 30)."""
+    its configs are tuned at M = 1, where the skinny bucket's are slower (gemm NOTES: the split-K
+    and skinny slots tuned)."""
 
 
 ROUTES: dict[Regime, Route] = {

@@ -75,11 +75,11 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule(Regime.SKINNY, lambda p, lim: min(p.m, p.n) <= lim.skinny,
          reason="a 128-row tile would be mostly padding and reading B dominates (gemm NOTES: "
-                "issue 17, a kernel per regime)"),
+                "issue 17, what the regimes gave)"),
     Rule(Regime.SPLIT_K, lambda p, lim: p.tiles(lim.tile) < p.sms and p.k >= lim.min_split_k,
          reason="a partial wave idles SMs for the whole K loop (addmm's dW 1536x512, K=20120: 48 "
-                "tiles for 132 SMs); from K=2048 (32 k-steps of 64) a part saves more than the "
-                "reduction pass costs (gemm NOTES: issue 17, a kernel per regime)"),
+                "tiles for 132 SMs); K from 2048 (32 k-steps of 64), so that a part's saving "
+                "outweighs the reduction pass (gemm NOTES: issue 17, what the regimes gave)"),
     Rule(Regime.TILED, lambda p, lim: True,
          reason="enough tiles, or too short a K to split: one program per output tile over all of K"),
 )

@@ -108,11 +108,12 @@ def test_split_paths_read_transposed_operands_in_place(backend: Backend):
 @pytest.mark.parametrize("case", REGIME_CASES)
 def test_regime_path_custom_ops_pass_opcheck(backend: Backend, case: str):
     ops = getattr(torch.ops, backend.namespace)
-    (m, n, k), _ = REGIME_CASES[case]
+    (m, n, k), expected = REGIME_CASES[case]
     a, b = randn(m, k), randn(k, n)
     torch.library.opcheck(ops.matmul.default, (a, b))
     torch.library.opcheck(ops.addmm.default, (randn(n), a, b, 1.5, 0.5))
     torch.library.opcheck(ops.addmm.default, (randn(m, n), a, b, 2.0, -1.0))
+    assert set(expected) <= set(backend.ran)  # the forward's and both gradients' regimes were checked
 
 
 def test_split_paths_compile_without_graph_breaks(backend: Backend):
