@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -18,22 +20,31 @@ from harness.report.results import Record, read_json
 from harness.settings import RunSettings, TimerSettings
 from harness.sweep.runner import run_shape
 from harness.sweep.spec import Sweep
+from harness.tuning.configs import ConfigStore, load_store
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_OPERATORS = sorted(path.parent.name for path in (ROOT / "operators").glob("*/operator.py"))
 """The operators' folder names: a new operator's folder adds it to every test that lists them."""
 
 
-def half_store_copy(config_path: Path, folder: Path, without: str) -> Path:
-    """A copy of a Helion config store with bf16's configs keyed as fp16 (the half dtype the
-    interpreter runs), less the key ``without``; its path in ``folder``."""
-    raw = json.loads(config_path.read_text())
-    raw["configs"] = {key.replace("|bfloat16|", "|float16|"): config
-                      for key, config in raw["configs"].items()}
-    del raw["configs"][without]
-    path = folder / config_path.name
-    path.write_text(json.dumps(raw))
-    return path
+def store_copy(impl: ModuleType, path: Path, without: Collection[str],
+               half_as_fp16: bool = False) -> ConfigStore:
+    """``impl.CONFIG_STORE`` moved to a copy of its committed configs, written to ``path``, that
+    lacks the keys ``without``; with ``half_as_fp16`` bf16's configs are keyed as fp16 first (the
+    half dtype the interpreter runs)."""
+    committed = load_store(impl.CONFIG_PATH)
+    if half_as_fp16:
+        committed = {key.replace("|bfloat16|", "|float16|"): config for key, config in committed.items()}
+    assert set(without) <= set(committed)
+    path.write_text(json.dumps({"configs": {k: v for k, v in committed.items() if k not in without}}))
+    return dataclasses.replace(impl.CONFIG_STORE, path=path)
+
+
+def assert_only_helion_noted(cells: dict[tuple[str, str], Record], note: str) -> None:
+    """Helion's accuracy and latency records carry ``note``; eager's latency record none."""
+    for metric in ("accuracy", "latency"):
+        assert cells[("helion", metric)].note == note
+    assert cells[("eager", "latency")].note is None
 
 
 def cpu_settings(metrics: list[str], **overrides: Any) -> RunSettings:

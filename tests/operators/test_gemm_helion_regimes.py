@@ -27,7 +27,13 @@ from operators.gemm import helion_dispatch, helion_impl, helion_tuning  # noqa: 
 from operators.gemm.helion_dispatch import Kernel, Plan  # noqa: E402
 from operators.gemm.operator import CUDA_SHAPES, GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
-from tests.helpers import assert_accurate, half_store_copy, run_cells, run_compiling  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    assert_accurate,
+    assert_only_helion_noted,
+    run_cells,
+    run_compiling,
+    store_copy,
+)
 from tests.operators.gemm_helpers import assert_close, check, randn  # noqa: E402
 
 H200_SMS = 132
@@ -198,8 +204,9 @@ def test_a_decode_bucket_missing_from_the_store_takes_the_skinny_one_of_its_layo
 @pytest.fixture
 def fp16_store_without_small_nn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """The stored configs as fp16's less ``matmul|float16|small|nn``; the tiled kernel binds afresh."""
-    path = half_store_copy(helion_impl.CONFIG_PATH, tmp_path, "matmul|float16|small|nn")
-    monkeypatch.setattr(helion_impl, "CONFIG_STORE", ConfigStore(path, helion_impl.bucket_place))
+    store = store_copy(helion_impl, tmp_path / "helion_configs.json", ["matmul|float16|small|nn"],
+                       half_as_fp16=True)
+    monkeypatch.setattr(helion_impl, "CONFIG_STORE", store)
     helion_impl.matmul_kernel.reset()
     yield
     helion_impl.matmul_kernel.reset()
@@ -210,10 +217,8 @@ def test_a_gemm_bucket_deleted_from_the_store_still_runs_on_the_nearest_and_says
     cells = run_cells(GemmOperator("cpu", torch.float16), Mode.FWD_BWD, (37, 45, 29),
                       ["accuracy", "latency"], ["eager", "helion"])
     assert_accurate(cells, ["eager", "helion"])
-    for metric in ("accuracy", "latency"):
-        assert cells[("helion", metric)].note == (
-            "helion config: nearest stored bucket matmul|float16|small|nt for matmul|float16|small|nn")
-    assert cells[("eager", "latency")].note is None
+    assert_only_helion_noted(
+        cells, "helion config: nearest stored bucket matmul|float16|small|nt for matmul|float16|small|nn")
 
 
 # Shapes of their own: a bound kernel keeps the config of its first call for the session.

@@ -13,10 +13,10 @@ import torch  # noqa: E402
 
 from harness.operator import Mode  # noqa: E402
 from harness.tuning.choice import choose_config  # noqa: E402
-from harness.tuning.configs import ConfigStore, load_store  # noqa: E402
+from harness.tuning.configs import load_store  # noqa: E402
 from operators.rms_norm import helion_impl, helion_tuning, helion_wide, strategy  # noqa: E402
 from operators.rms_norm.operator import RMSNormOperator  # noqa: E402
-from tests.helpers import assert_accurate, half_store_copy, run_cells  # noqa: E402
+from tests.helpers import assert_accurate, assert_only_helion_noted, run_cells, store_copy  # noqa: E402
 from tests.operators.rms_norm_helpers import (  # noqa: E402
     M,
     assert_matches_reference,
@@ -214,8 +214,9 @@ def test_helion_widths_without_stored_configs_take_the_nearest_width_or_helions_
 @pytest.fixture
 def fp16_store_without_n1024_forward(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """The stored configs as fp16's less ``rms_norm_fwd|float16|n1024``; the kernels bind afresh."""
-    path = half_store_copy(helion_impl.CONFIG_PATH, tmp_path, "rms_norm_fwd|float16|n1024")
-    monkeypatch.setattr(helion_impl, "CONFIG_STORE", ConfigStore(path, helion_impl.bucket_place))
+    store = store_copy(helion_impl, tmp_path / "helion_configs.json", ["rms_norm_fwd|float16|n1024"],
+                       half_as_fp16=True)
+    monkeypatch.setattr(helion_impl, "CONFIG_STORE", store)
     for kernel in helion_impl.KERNELS.values():
         kernel.reset()
     yield
@@ -229,10 +230,8 @@ def test_a_width_deleted_from_the_store_still_runs_on_the_next_nearest_and_says_
     cells = run_cells(RMSNormOperator("cpu", torch.float16), Mode.FWD_BWD, (33, 1000),
                       ["accuracy", "latency"], ["eager", "helion"])
     assert_accurate(cells, ["eager", "helion"])
-    for metric in ("accuracy", "latency"):
-        assert cells[("helion", metric)].note == (
-            "helion config: nearest stored bucket rms_norm_fwd|float16|n2048 for rms_norm_fwd|float16|n512")
-    assert cells[("eager", "latency")].note is None
+    assert_only_helion_noted(cells, "helion config: nearest stored bucket rms_norm_fwd|float16|n2048 "
+                                    "for rms_norm_fwd|float16|n512")
 
 
 def test_helion_many_rows_configs_stand_in_for_each_other_before_width_configs():
