@@ -28,40 +28,42 @@ def set_block_shapes(nargs: dict) -> None:
     nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
 
 
-def _tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8,
-                persistent: bool = True, subtile: bool = False) -> triton.Config:
+def tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8,
+               persistent: bool = True, subtile: bool = False) -> triton.Config:
+    """A config of the tiled TMA kernel: a BLOCK_M x BLOCK_N output tile over k-blocks of BLOCK_K."""
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
             "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile}
     return triton.Config(meta, num_warps=warps, num_stages=stages, pre_hook=set_block_shapes)
 
 
-def _pointer_config(bm: int, bn: int, bk: int, stages: int, warps: int,
-                    group: int = 8) -> triton.Config:
+def pointer_config(bm: int, bn: int, bk: int, stages: int, warps: int,
+                   group: int = 8) -> triton.Config:
+    """A config of the tiled pointer kernel (the TMA kernel's tiles, one program per tile)."""
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group}
     return triton.Config(meta, num_warps=warps, num_stages=stages)
 
 
 TMA_CONFIGS = [
-    _tma_config(128, 256, 64, stages=3, warps=8),
-    _tma_config(128, 256, 64, stages=3, warps=8, subtile=True),
-    _tma_config(128, 256, 64, stages=4, warps=8, subtile=True),
-    _tma_config(256, 128, 64, stages=3, warps=8),
-    _tma_config(128, 128, 64, stages=4, warps=8),
-    _tma_config(128, 128, 64, stages=5, warps=8, subtile=True),
-    _tma_config(64, 256, 64, stages=4, warps=4),
-    _tma_config(128, 64, 64, stages=4, warps=4),
-    _tma_config(128, 256, 64, stages=4, warps=8, persistent=False),
-    _tma_config(256, 128, 64, stages=4, warps=8, persistent=False),
-    _tma_config(128, 128, 64, stages=5, warps=8, persistent=False),
-    _tma_config(128, 128, 32, stages=3, warps=8),
-    _tma_config(64, 128, 32, stages=4, warps=4),
+    tma_config(128, 256, 64, stages=3, warps=8),
+    tma_config(128, 256, 64, stages=3, warps=8, subtile=True),
+    tma_config(128, 256, 64, stages=4, warps=8, subtile=True),
+    tma_config(256, 128, 64, stages=3, warps=8),
+    tma_config(128, 128, 64, stages=4, warps=8),
+    tma_config(128, 128, 64, stages=5, warps=8, subtile=True),
+    tma_config(64, 256, 64, stages=4, warps=4),
+    tma_config(128, 64, 64, stages=4, warps=4),
+    tma_config(128, 256, 64, stages=4, warps=8, persistent=False),
+    tma_config(256, 128, 64, stages=4, warps=8, persistent=False),
+    tma_config(128, 128, 64, stages=5, warps=8, persistent=False),
+    tma_config(128, 128, 32, stages=3, warps=8),
+    tma_config(64, 128, 32, stages=4, warps=4),
 ]
 POINTER_CONFIGS = [
-    _pointer_config(128, 256, 64, stages=3, warps=8),
-    _pointer_config(128, 128, 64, stages=4, warps=8),
-    _pointer_config(128, 128, 32, stages=4, warps=4),
-    _pointer_config(64, 128, 32, stages=4, warps=4),
-    _pointer_config(64, 64, 32, stages=4, warps=4),
+    pointer_config(128, 256, 64, stages=3, warps=8),
+    pointer_config(128, 128, 64, stages=4, warps=8),
+    pointer_config(128, 128, 32, stages=4, warps=4),
+    pointer_config(64, 128, 32, stages=4, warps=4),
+    pointer_config(64, 64, 32, stages=4, warps=4),
 ]
 
 
@@ -108,8 +110,8 @@ probe skinny_plans); the TMA configs are timed beside them (gemm NOTES: predicti
 INTERPRETER_SPLIT_K_CONFIGS = (split_k_config(16, stages=2, warps=4, group=2),)
 INTERPRETER_SPLIT_K_TMA_CONFIG = split_k_config(16, stages=2, warps=4, group=2, tma=True)
 """The interpreter's TMA variant, for tests that run it as a given config."""
-INTERPRETER_TMA_CONFIGS = [_tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
-INTERPRETER_POINTER_CONFIGS = [_pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
+INTERPRETER_TMA_CONFIGS = [tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
+INTERPRETER_POINTER_CONFIGS = [pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
 
 
 def _largest_blocks(configs: list[triton.Config]) -> tuple[int, int, int]:

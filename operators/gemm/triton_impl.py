@@ -277,7 +277,20 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
                          f"shape runs: its keys are {sorted(_CONFIG_KEYS[chosen.kernel])}")
     if chosen.kernel is Kernel.SPLIT_K:
         split_k_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen, config)
-        return out
+    else:
+        tiled_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen.kernel, config)
+    return out
+
+
+def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
+                 bias_view: torch.Tensor | None, alpha: float, beta: float, precision: str,
+                 kernel: Kernel, config: triton.Config | None = None) -> None:
+    """``out = alpha * a @ b + beta * bias`` on tiled ``kernel`` (TMA or pointer), whatever the
+    plan of the shape: on ``config`` (None: the autotuner's pick).  ``kind`` and ``bias_view``
+    as :func:`~operators.gemm.triton_tiles.bias_kind` gives them; ``out`` as
+    :func:`~operators.gemm.alignment.output_buffer` allocates it.  The TMA kernel needs every
+    dim at least its config's block (a TMA box may not exceed the tensor)."""
+    (m, k), n = a.shape, b.shape[1]
     a, a_trans = _as_strided_2d(a)
     b, b_trans = _as_strided_2d(b)
     bias_arg = out if bias_view is None else bias_view
@@ -285,7 +298,7 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
                   alpha=float(alpha), beta=float(beta), A_TRANS=a_trans, B_TRANS=b_trans,
                   BIAS_KIND=kind, DOT_PRECISION=precision)
     grid = _grid(a.device)
-    if chosen.kernel is Kernel.TMA:
+    if kernel is Kernel.TMA:
         a_desc = _descriptor(aligned_operand(a, a_trans), a_trans)
         b_desc = _descriptor(aligned_operand(b, b_trans), b_trans)
         _run(_matmul_tma_kernel, grid, config, a_desc=a_desc, b_desc=b_desc,
@@ -294,7 +307,6 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
              stride_bn=b.stride(1), stride_cm=out.stride(0), stride_cn=out.stride(1), **common)
-    return out
 
 
 def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **args) -> None:

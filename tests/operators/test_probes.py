@@ -51,14 +51,9 @@ def test_the_results_folder_holds_data_only() -> None:
     assert not code, code
 
 
-def test_gemm_matmul_configs_runs_every_config_of_the_plans_kernel_through_the_interpreter() -> None:
-    from harness.device import prepare_backends
-
-    prepare_backends("cpu")
-    from operators.gemm.probes.matmul_configs import probe_shape
-    from operators.gemm.triton_configs import POINTER_CONFIGS
-
-    a, b = torch.randn(20, 24), torch.randn(24, 36)  # 20 rows: under a TMA tile, the pointer kernel
+def checked_variants(probe_shape, a: torch.Tensor, b: torch.Tensor) -> list[str]:
+    """The variants a gemm probe's ``probe_shape`` runs for ``a @ b``, each result checked
+    against float64."""
     want = a.double() @ b.double()
     variants = []
 
@@ -67,5 +62,49 @@ def test_gemm_matmul_configs_runs_every_config_of_the_plans_kernel_through_the_i
         variants.append(variant)
 
     probe_shape(a, b, run)
+    return variants
+
+
+def test_gemm_matmul_configs_runs_every_config_of_the_plans_kernel_through_the_interpreter() -> None:
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    from operators.gemm.probes.matmul_configs import probe_shape
+    from operators.gemm.triton_configs import POINTER_CONFIGS
+
+    a, b = torch.randn(20, 24), torch.randn(24, 36)  # 20 rows: under a TMA tile, the pointer kernel
+    variants = checked_variants(probe_shape, a, b)
     assert variants[:2] == ["cublas", "helion"] and variants[2].startswith("triton autotuned (pointer ")
     assert len(variants) == 3 + len(POINTER_CONFIGS)
+
+
+def test_gemm_tiled_candidates_runs_each_pick_on_every_tiled_kernel_it_fits(monkeypatch) -> None:
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    from operators.gemm.probes import tiled_candidates
+
+    picks = ((16, 32, 16, 2, 4), (64, 16, 16, 2, 4))  # the second's BLOCK_M exceeds M: no TMA variant
+    monkeypatch.setattr(tiled_candidates, "INDUCTOR_PICKS", {"40,48,32,t": picks})
+    a, b = torch.randn(40, 32), torch.randn(48, 32).T  # B column-major, as the backward's dX
+    variants = checked_variants(tiled_candidates.probe_shape, a, b)
+    assert variants == ["cublas", "triton plan (tma)",
+                        "triton pointer 16x32x16/s2/w4", "triton tma 16x32x16/s2/w4 persistent",
+                        "triton tma 16x32x16/s2/w4", "triton pointer 64x16x16/s2/w4"]
+
+
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_gemm_padded_pitch_runs_the_plans_config_on_128_byte_pitches(b_transposed: bool) -> None:
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    from operators.gemm.probes.padded_pitch import pitched, probe_shape
+
+    a = torch.randn(40, 36)
+    b = torch.randn(50, 36).T if b_transposed else torch.randn(36, 50)
+    wide = pitched(b)
+    assert torch.equal(wide, b) and (wide.stride(1) if b_transposed else wide.stride(0)) == 64
+    variants = checked_variants(probe_shape, a, b)
+    assert variants[0] == "cublas" and variants[1].startswith("triton plan (")
+    assert variants[2:] == ["b pitched", "b and out pitched", "a, b and out pitched",
+                            "b copied to a pitched buffer in the call"]

@@ -1,0 +1,79 @@
+"""Row pitches padded to 128 bytes at 3000x5000x7000: our tiled TMA kernel on the plan's
+autotuned config, its operands and output as they come (16-byte pitches) and copied to
+128-byte pitches, against cuBLAS, in one process.
+
+Question: with N = 5000 (10,000-byte rows of B and of the output) the kernel runs at 0.77x
+cuBLAS at 3072x5000x7168 but at 0.94x with N = 5120 (``results/h100/NOTES.md``, session 27,
+the pitch probe).  Does a 128-byte pitch of B, of the output, or of A too, bring it to the
+aligned shape's speed, and does it still pay with B's copy inside the call?  Shapes are matmul
+``(M, N, K)``; ``,t`` reads B through a transposed view (the backward's dX), ``,ta`` reads A
+so (dW).  Each variant is checked against float64
+(:class:`~operators.gemm.probes.common.VariantLog`)::
+
+    python -m operators.gemm.probes.padded_pitch --out pitch.json [--shape 3000,5000,7000]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from operators.gemm import triton_impl
+from operators.gemm.alignment import output_buffer
+from operators.gemm.probes.common import Run, probe_matmuls
+from operators.gemm.probes.matmul_configs import describe
+from operators.gemm.triton_configs import NO_BIAS
+from operators.gemm.triton_dispatch import Kernel, plan
+
+SHAPES = ("3000,5000,7000", "3072,5000,7168", "3000,7000,5000,t", "7000,5000,3000,ta")
+"""The sweep's shape forward, the same with M and K aligned, then its dX and dW matmuls."""
+PITCH_BYTES = 128
+
+
+def pitched(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` (row-major, or column-major: a transposed view) whose rows (columns) are
+    :data:`PITCH_BYTES` apart, or more."""
+    transposed = t.stride(0) == 1 and t.stride(1) != 1
+    rows = t.T if transposed else t
+    step = PITCH_BYTES // rows.element_size()
+    pitch = -(-rows.shape[1] // step) * step
+    copy = torch.empty_strided(rows.shape, (pitch, 1), dtype=rows.dtype, device=rows.device)
+    copy.copy_(rows)
+    return copy.T if transposed else copy
+
+
+def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
+    """cuBLAS, the plan, then the plan's config on 128-byte pitches (B; B and the output; A, B
+    and the output; B copied inside the timed call)."""
+    (m, k), n = a.shape, b.shape[1]
+    chosen = plan(m, n, k, "tf32", a.device)
+    if chosen.kernel is not Kernel.TMA:
+        raise SystemExit(f"{m}x{n}x{k} runs {chosen.kernel.value}, not the tiled TMA kernel")
+    run("cublas", lambda: torch.mm(a, b))
+    triton_impl.fused_matmul(a, b)  # the autotuner picks
+    config = triton_impl.autotuned_tiled_pick(Kernel.TMA)
+    run(f"triton plan ({describe(config)})", lambda: triton_impl.fused_matmul(a, b))
+    step = PITCH_BYTES // a.element_size()
+    wide_out = torch.empty_strided((m, n), (-(-n // step) * step, 1), dtype=a.dtype, device=a.device)
+
+    def on(lhs: torch.Tensor, rhs: Callable[[], torch.Tensor],
+           out: torch.Tensor) -> Callable[[], torch.Tensor]:
+        def call() -> torch.Tensor:
+            triton_impl.tiled_matmul(lhs, rhs(), out, NO_BIAS, None, 1.0, 0.0, "tf32", Kernel.TMA, config)
+            return out
+        return call
+
+    wide_b, narrow_out = pitched(b), output_buffer(m, n, a.dtype, a.device)
+    run("b pitched", on(a, lambda: wide_b, narrow_out))
+    run("b and out pitched", on(a, lambda: wide_b, wide_out))
+    run("a, b and out pitched", on(pitched(a), lambda: wide_b, wide_out))
+    run("b copied to a pitched buffer in the call", on(a, lambda: pitched(b), narrow_out))
+
+
+def main() -> None:
+    probe_matmuls(__doc__, SHAPES, probe_shape)
+
+
+if __name__ == "__main__":
+    main()
