@@ -290,6 +290,8 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
     as :func:`~operators.gemm.triton_tiles.bias_kind` gives them; ``out`` as
     :func:`~operators.gemm.alignment.output_buffer` allocates it.  The TMA kernel needs every
     dim at least its config's block (a TMA box may not exceed the tensor)."""
+    if kernel not in (Kernel.TMA, Kernel.POINTER):
+        raise ValueError(f"tiled_matmul runs the tma or pointer kernel, not {kernel.value}")
     (m, k), n = a.shape, b.shape[1]
     a, a_trans = _as_strided_2d(a)
     b, b_trans = _as_strided_2d(b)

@@ -31,14 +31,20 @@ SHAPES = ("3000,5000,7000", "3072,5000,7168", "3000,7000,5000,t", "7000,5000,300
 PITCH_BYTES = 128
 
 
+def pitch_of(cols: int, element_size: int) -> int:
+    """The smallest row pitch, in elements, of at least ``cols`` elements and a multiple of
+    :data:`PITCH_BYTES`."""
+    step = PITCH_BYTES // element_size
+    return -(-cols // step) * step
+
+
 def pitched(t: torch.Tensor) -> torch.Tensor:
     """A copy of ``t`` (row-major, or column-major: a transposed view) whose rows (columns) are
-    :data:`PITCH_BYTES` apart, or more."""
+    a multiple of :data:`PITCH_BYTES` apart."""
     transposed = t.stride(0) == 1 and t.stride(1) != 1
     rows = t.T if transposed else t
-    step = PITCH_BYTES // rows.element_size()
-    pitch = -(-rows.shape[1] // step) * step
-    copy = torch.empty_strided(rows.shape, (pitch, 1), dtype=rows.dtype, device=rows.device)
+    copy = torch.empty_strided(rows.shape, (pitch_of(rows.shape[1], rows.element_size()), 1),
+                               dtype=rows.dtype, device=rows.device)
     copy.copy_(rows)
     return copy.T if transposed else copy
 
@@ -54,8 +60,8 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     triton_impl.fused_matmul(a, b)  # the autotuner picks
     config = triton_impl.autotuned_tiled_pick(Kernel.TMA)
     run(f"triton plan ({describe(config)})", lambda: triton_impl.fused_matmul(a, b))
-    step = PITCH_BYTES // a.element_size()
-    wide_out = torch.empty_strided((m, n), (-(-n // step) * step, 1), dtype=a.dtype, device=a.device)
+    wide_out = torch.empty_strided((m, n), (pitch_of(n, a.element_size()), 1), dtype=a.dtype,
+                                   device=a.device)
 
     def on(lhs: torch.Tensor, rhs: Callable[[], torch.Tensor],
            out: torch.Tensor) -> Callable[[], torch.Tensor]:

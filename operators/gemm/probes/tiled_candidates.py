@@ -2,8 +2,8 @@
 best templates at each, run on our tiled TMA kernel (persistent and one tile a program) and our
 pointer kernel, whatever our plan picks there, against that pick and cuBLAS, in one process.
 
-Question: none of the templates Inductor picked there is in our config lists (k-blocks of 128
-over 64-row tiles, of 16 for K of 16 or less), and at 128x4096x4096 our plan splits K where
+Question: the templates Inductor picked there are missing from our config lists (k-blocks of
+128 over 64-row tiles, of 16 for K of 16 or less), and at 128x4096x4096 our plan splits K where
 Inductor runs whole-K tiles (``results/h100/NOTES.md``, session 27).  Is it the configs, the
 plan, or the kernels' code that trails?  Shapes are matmul ``(M, N, K)``; ``,t`` reads B
 through a transposed view (``grad @ w.T``), ``,ta`` reads A so (``a.T @ grad``).  A TMA variant
@@ -33,7 +33,11 @@ INDUCTOR_PICKS: dict[str, tuple[Tile, ...]] = {
     "128,4096,4096,t": ((64, 64, 128, 5, 4), (64, 128, 128, 4, 4)),
     "4096,4096,128,ta": ((128, 128, 32, 3, 4), (64, 128, 32, 3, 4)),
     "1024,1024,1024": ((64, 128, 128, 4, 4), (128, 128, 64, 5, 8)),
+    "1024,1024,1024,t": ((64, 128, 128, 4, 4), (128, 128, 64, 5, 8)),
+    "1024,1024,1024,ta": ((64, 128, 128, 4, 4), (128, 128, 64, 5, 8)),
     "256,256,256": ((64, 32, 128, 5, 4), (64, 64, 128, 5, 4)),
+    "256,256,256,t": ((64, 32, 128, 5, 4), (64, 64, 128, 5, 4)),
+    "256,256,256,ta": ((64, 32, 128, 5, 4), (64, 64, 128, 5, 4)),
     "1536,512,20120,ta": ((64, 128, 128, 4, 4), (128, 128, 64, 5, 8)),
     "8192,8192,8,t": ((64, 128, 16, 3, 4), (64, 128, 16, 4, 4)),
     "8192,8,8192,ta": ((128, 16, 64, 5, 8), (128, 16, 128, 4, 8)),
@@ -41,8 +45,9 @@ INDUCTOR_PICKS: dict[str, tuple[Tile, ...]] = {
     "4096,4096,1,ta": ((64, 64, 16, 3, 8), (64, 32, 16, 5, 4)),
 }
 """Per shape, the two fastest of Inductor's mm templates in its autotuning log (H100, torch
-2.11; ``results/h100/NOTES.md``): the forward, dX (``,t``) or dW (``,ta``) of the sweep's
-128x4096x4096, 1024^3, 256^3, 20120x512x1536, 8192x8x8192, 16x4096x4096 and 1x4096x4096."""
+2.11; ``results/h100/torch_compile_autotune_log.txt``): the forward, dX (``,t``) or dW
+(``,ta``) of the sweep's 128x4096x4096, 1024^3, 256^3, 20120x512x1536, 8192x8x8192,
+16x4096x4096 and 1x4096x4096."""
 
 
 def variants(tile: Tile, mnk: tuple[int, int, int]) -> list[tuple[Kernel, triton.Config]]:
