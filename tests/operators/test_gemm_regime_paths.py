@@ -116,6 +116,16 @@ def test_regime_path_custom_ops_pass_opcheck(backend: Backend, case: str):
     assert set(expected) <= set(backend.ran)  # the forward's and both gradients' regimes were checked
 
 
+def test_a_full_bias_at_beta_one_passes_opcheck_and_compiles_with_the_gradient_as_its_own(backend: Backend):
+    """The bias gradient is then the incoming gradient itself, returned without a kernel."""
+    ops = getattr(torch.ops, backend.namespace)
+    bias, a, b = randn(20, 12), randn(20, 9), randn(9, 12)
+    torch.library.opcheck(ops.addmm.default, (bias, a, b, 1.0, 1.0))
+    compiled = torch.compile(lambda *t: backend.ops.addmm(*t).sum(), fullgraph=True, backend="aot_eager")
+    compiled(bias, a, b).backward()
+    assert_close(bias.grad, torch.ones(20, 12, dtype=torch.float64))
+
+
 def test_split_paths_compile_without_graph_breaks(backend: Backend):
     def loss(bias, x, y, v):
         return (backend.ops.addmm(bias, x, y, alpha=1.5, beta=0.5) + backend.ops.matmul(v, y)).sum()
