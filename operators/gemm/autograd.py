@@ -39,12 +39,10 @@ def torch_summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
 def bias_gradient(grad: torch.Tensor, bias_shape: torch.Size, beta: float,
                   summed_rows: SummedRows) -> torch.Tensor:
     """The gradient of ``beta * bias`` broadcast to ``grad``'s shape: ``summed_rows`` for a row
-    vector ``(N,)``, else ``beta * grad`` summed to ``bias_shape``; for a full (M, N) bias and
-    ``beta`` 1 that is ``grad`` itself, with no kernel (as torch's own addmm backward gives it)."""
+    vector ``(N,)``, else ``beta * grad`` summed to ``bias_shape``."""
     if len(bias_shape) == 1:
         return summed_rows(grad, beta)
-    summed = grad.sum_to_size(bias_shape)
-    return summed if beta == 1.0 else summed * beta
+    return grad.sum_to_size(bias_shape) * beta
 
 
 class MatmulFunction(torch.autograd.Function):

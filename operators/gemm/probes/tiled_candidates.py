@@ -47,7 +47,7 @@ INDUCTOR_PICKS: dict[str, tuple[Tile, ...]] = {
 """Per shape, the two fastest of Inductor's mm templates in its autotuning log (H100, torch
 2.11; ``results/h100/torch_compile_autotune_log.txt``): the forward, dX (``,t``) or dW
 (``,ta``) of the sweep's 128x4096x4096, 1024^3, 256^3, 20120x512x1536, 8192x8x8192,
-16x4096x4096 and 1x4096x4096."""
+16x4096x4096 and 1x4096x4096 (the first run's, where two runs ranked them differently)."""
 
 
 def variants(tile: Tile, mnk: tuple[int, int, int]) -> list[tuple[Kernel, triton.Config]]:
