@@ -33,10 +33,10 @@ import torch
 TMA_ALIGN_BYTES = 16
 
 
-def padded_pitch(cols: int, element_size: int) -> int:
+def padded_pitch(cols: int, element_size: int, pitch_bytes: int = TMA_ALIGN_BYTES) -> int:
     """The smallest row pitch, in elements, of at least ``cols`` elements and a multiple of
-    16 bytes."""
-    step = TMA_ALIGN_BYTES // math.gcd(TMA_ALIGN_BYTES, element_size)
+    ``pitch_bytes`` (16: TMA's alignment)."""
+    step = pitch_bytes // math.gcd(pitch_bytes, element_size)
     return -(-cols // step) * step
 
 
@@ -64,8 +64,9 @@ def aligned_operand(t: torch.Tensor, transposed: bool) -> torch.Tensor:
     return _row_major(padded, transposed)
 
 
-def output_buffer(rows: int, cols: int, dtype: torch.dtype,
-                  device: torch.device | str) -> torch.Tensor:
-    """An uninitialized row-major (rows, cols) tensor whose row pitch is 16-byte aligned."""
-    pitch = padded_pitch(cols, dtype.itemsize)
+def output_buffer(rows: int, cols: int, dtype: torch.dtype, device: torch.device | str,
+                  pitch_bytes: int = TMA_ALIGN_BYTES) -> torch.Tensor:
+    """An uninitialized row-major (rows, cols) tensor whose row pitch is a multiple of
+    ``pitch_bytes`` (16: TMA's alignment)."""
+    pitch = padded_pitch(cols, dtype.itemsize, pitch_bytes)
     return torch.empty_strided((rows, cols), (pitch, 1), dtype=dtype, device=device)

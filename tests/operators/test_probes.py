@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers import tf32_allowed
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(f"operators.{path.parent.parent.name}.probes"
                   for path in ROOT.glob("operators/*/probes/__init__.py"))
@@ -56,10 +58,8 @@ def test_the_results_folder_holds_data_only() -> None:
 def tf32_dots():
     """fp32 operands on tensor-core dots, as bf16 ones are on the GPU: the plan's TMA kernel
     (exact fp32 dots take the pointer kernel)."""
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("high")
-    yield
-    torch.set_float32_matmul_precision(before)
+    with tf32_allowed():
+        yield
 
 
 def checked_variants(probe_shape: Callable[[torch.Tensor, torch.Tensor, Callable], None],

@@ -15,7 +15,8 @@ from harness.device import prepare_backends
 from harness.settings import TimerSettings
 from harness.timing import make_timer
 from operators.gemm.triton_configs import NO_BIAS
-from operators.gemm.triton_dispatch import Plan
+from operators.gemm.triton_dispatch import Kernel, Plan
+from operators.gemm.triton_impl import tiled_matmul
 from operators.gemm.triton_splitk import split_k_matmul
 
 DTYPE = torch.bfloat16
@@ -70,6 +71,19 @@ def split_k_call(a: torch.Tensor, b: torch.Tensor, plan: Plan,
         split_k_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", plan, config)
         return out
     return call
+
+
+def tiled_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: Kernel,
+               config: triton.Config | None) -> torch.Tensor:
+    """``out = a @ b`` on Triton's tiled ``kernel`` (TMA or pointer), whatever the plan of the
+    shape, on ``config`` (None: the autotuner's pick)."""
+    tiled_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", kernel, config)
+    return out
+
+
+def plan_label(plan: Plan) -> str:
+    """The kernel a plan runs, with its K parts when it splits K."""
+    return f"{plan.kernel.value}, {plan.split_k} parts" if plan.split_k > 1 else plan.kernel.value
 
 
 def operand(rows: int, cols: int, transposed: bool) -> torch.Tensor:

@@ -16,7 +16,7 @@ import torch
 import triton
 
 from operators.gemm import helion_impl, triton_impl
-from operators.gemm.probes.common import Run, probe_matmuls
+from operators.gemm.probes.common import Run, plan_label, probe_matmuls
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import POINTER_CONFIGS, SKINNY_CONFIGS, SPLIT_K_CONFIGS, TMA_CONFIGS
 from operators.gemm.triton_dispatch import Kernel, plan
@@ -53,7 +53,7 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     else:
         pick = describe(triton_impl.autotuned_tiled_pick(chosen.kernel))
         configs = CONFIGS[chosen.kernel]
-    label = f"{chosen.kernel.value}, {chosen.split_k} parts" if chosen.split_k > 1 else chosen.kernel.value
+    label = plan_label(chosen)
     run(f"triton autotuned ({label} {pick})", lambda: triton_impl.fused_matmul(a, b))
     for config in configs:
         run(f"triton {label} {describe(config)}",

@@ -15,15 +15,12 @@ so (dW).  Each variant is checked against float64
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 from operators.gemm import triton_impl
 from operators.gemm.alignment import output_buffer
-from operators.gemm.probes.common import Run, probe_matmuls
+from operators.gemm.probes.common import Run, probe_matmuls, tiled_into
 from operators.gemm.probes.matmul_configs import describe
-from operators.gemm.triton_configs import NO_BIAS
 from operators.gemm.triton_dispatch import Kernel, plan
 
 SHAPES = ("3000,5000,7000", "3072,5000,7168", "3000,7000,5000,t", "7000,5000,3000,ta")
@@ -31,20 +28,12 @@ SHAPES = ("3000,5000,7000", "3072,5000,7168", "3000,7000,5000,t", "7000,5000,300
 PITCH_BYTES = 128
 
 
-def pitch_of(cols: int, element_size: int) -> int:
-    """The smallest row pitch, in elements, of at least ``cols`` elements and a multiple of
-    :data:`PITCH_BYTES`."""
-    step = PITCH_BYTES // element_size
-    return -(-cols // step) * step
-
-
 def pitched(t: torch.Tensor) -> torch.Tensor:
     """A copy of ``t`` (row-major, or column-major: a transposed view) whose rows (columns) are
     a multiple of :data:`PITCH_BYTES` apart."""
     transposed = t.stride(0) == 1 and t.stride(1) != 1
     rows = t.T if transposed else t
-    copy = torch.empty_strided(rows.shape, (pitch_of(rows.shape[1], rows.element_size()), 1),
-                               dtype=rows.dtype, device=rows.device)
+    copy = output_buffer(*rows.shape, rows.dtype, rows.device, pitch_bytes=PITCH_BYTES)
     copy.copy_(rows)
     return copy.T if transposed else copy
 
@@ -60,21 +49,14 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     triton_impl.fused_matmul(a, b)  # the autotuner picks
     config = triton_impl.autotuned_tiled_pick(Kernel.TMA)
     run(f"triton plan ({describe(config)})", lambda: triton_impl.fused_matmul(a, b))
-    wide_out = torch.empty_strided((m, n), (pitch_of(n, a.element_size()), 1), dtype=a.dtype,
-                                   device=a.device)
-
-    def on(lhs: torch.Tensor, rhs: Callable[[], torch.Tensor],
-           out: torch.Tensor) -> Callable[[], torch.Tensor]:
-        def call() -> torch.Tensor:
-            triton_impl.tiled_matmul(lhs, rhs(), out, NO_BIAS, None, 1.0, 0.0, "tf32", Kernel.TMA, config)
-            return out
-        return call
-
-    wide_b, narrow_out = pitched(b), output_buffer(m, n, a.dtype, a.device)
-    run("b pitched", on(a, lambda: wide_b, narrow_out))
-    run("b and out pitched", on(a, lambda: wide_b, wide_out))
-    run("a, b and out pitched", on(pitched(a), lambda: wide_b, wide_out))
-    run("b copied to a pitched buffer in the call", on(a, lambda: pitched(b), narrow_out))
+    wide_a, wide_b = pitched(a), pitched(b)
+    narrow_out = output_buffer(m, n, a.dtype, a.device)
+    wide_out = output_buffer(m, n, a.dtype, a.device, pitch_bytes=PITCH_BYTES)
+    run("b pitched", lambda: tiled_into(a, wide_b, narrow_out, Kernel.TMA, config))
+    run("b and out pitched", lambda: tiled_into(a, wide_b, wide_out, Kernel.TMA, config))
+    run("a, b and out pitched", lambda: tiled_into(wide_a, wide_b, wide_out, Kernel.TMA, config))
+    run("b copied to a pitched buffer in the call",
+        lambda: tiled_into(a, pitched(b), narrow_out, Kernel.TMA, config))
 
 
 def main() -> None:

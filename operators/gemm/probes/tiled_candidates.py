@@ -20,9 +20,9 @@ import triton
 
 from operators.gemm import triton_impl
 from operators.gemm.alignment import output_buffer
-from operators.gemm.probes.common import Run, probe_matmuls
+from operators.gemm.probes.common import Run, plan_label, probe_matmuls, tiled_into
 from operators.gemm.probes.matmul_configs import describe
-from operators.gemm.triton_configs import NO_BIAS, pointer_config, tma_config
+from operators.gemm.triton_configs import pointer_config, tma_config
 from operators.gemm.triton_dispatch import Kernel, plan
 
 Tile = tuple[int, int, int, int, int]
@@ -74,15 +74,12 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     (m, k), n = a.shape, b.shape[1]
     chosen = plan(m, n, k, "tf32", a.device)
     run("cublas", lambda: torch.mm(a, b))
-    label = f"{chosen.kernel.value}, {chosen.split_k} parts" if chosen.split_k > 1 else chosen.kernel.value
-    run(f"triton plan ({label})", lambda: triton_impl.fused_matmul(a, b))
+    run(f"triton plan ({plan_label(chosen)})", lambda: triton_impl.fused_matmul(a, b))
+    out = output_buffer(m, n, a.dtype, a.device)
     for tile in INDUCTOR_PICKS.get(shape_key(a, b), ()):
         for kernel, config in variants(tile, (m, n, k)):
-            def call(kernel: Kernel = kernel, config: triton.Config = config) -> torch.Tensor:
-                out = output_buffer(m, n, a.dtype, a.device)
-                triton_impl.tiled_matmul(a, b, out, NO_BIAS, None, 1.0, 0.0, "tf32", kernel, config)
-                return out
-            run(f"triton {kernel.value} {describe(config)}", call)
+            run(f"triton {kernel.value} {describe(config)}",
+                lambda kernel=kernel, config=config: tiled_into(a, b, out, kernel, config))
 
 
 def main() -> None:
