@@ -23,6 +23,7 @@ from operators.gemm.strategy import (
     GPU_LIMITS,
     INTERPRETER_LIMITS,
     MIN_PART_STEPS,
+    WAVE_FILL,
     Limits,
     Regime,
     output_tiles,
@@ -30,6 +31,7 @@ from operators.gemm.strategy import (
     settled_regime,
     sm_count,
     split_count,
+    wave_fill,
 )
 
 
@@ -67,15 +69,21 @@ class Route:
     """The bucket of an unsplit, unswapped problem with fewer rows than the tile (decode, M < 16):
     its configs are tuned at M = 1, where the skinny bucket's are slower (gemm NOTES: the split-K
     and skinny slots tuned)."""
+    whole_k_tile: int = 0
+    """For the split-K regime: where output tiles of this side fill
+    :data:`~operators.gemm.strategy.WAVE_FILL` of their waves, the tiled kernel runs over the
+    whole of K instead, on the configs of bucket ``whole_k_size``; 0: never."""
+    whole_k_size: str | None = None
 
 
 ROUTES: dict[Regime, Route] = {
     Regime.TILED: Route(
         reason="matmul_kernel on its small/large bucket configs (gemm NOTES: second round)"),
     Regime.SPLIT_K: Route(
-        tile=(128, 128), part_step=64,
+        tile=(128, 128), part_step=64, whole_k_tile=64, whole_k_size="wide",
         reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "
-               "K=20120: 48 tiles x 5 parts of 4032 = 240 programs on 132 SMs)"),
+               "K=20120: 48 tiles x 5 parts of 4032 = 240 programs on 132 SMs); unless 64x64 tiles "
+               "fill them unsplit, on the wide bucket (128x4096x4096; gemm NOTES: prediction 41)"),
     Regime.SKINNY: Route(
         size="skinny", tile=(16, 32), part_step=256, pointer=True, decode_size="decode",
         reason="16-row tiles on the skinny side (N the small side: out.T = y.T @ x.T), 32 columns a "
@@ -87,11 +95,12 @@ ROUTES: dict[Regime, Route] = {
 
 def _interpreted(route: Route) -> Route:
     """``route`` off the GPU: tiles a quarter the side (16 at least) and parts in steps of 16,
-    Helion's default BLOCK_K (the dtypes the interpreter runs have no stored configs)."""
+    Helion's default BLOCK_K (the dtypes the interpreter runs have no stored configs); no whole-K
+    tile (a quarter of 64 would take the interpreter's split-K test shapes off their path)."""
     if route.tile is None:
         return route
     return dataclasses.replace(route, tile=(max(16, route.tile[0] // 4), max(16, route.tile[1] // 4)),
-                               part_step=16)
+                               part_step=16, whole_k_tile=0)
 
 
 INTERPRETER_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()}
@@ -127,6 +136,9 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
     if settled_regime(name, parts) is not name:
         tiled = routes[Regime.TILED]
         return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
+    side = route.whole_k_tile
+    if parts > 1 and side and wave_fill(output_tiles(m, n, side, side), sms) >= WAVE_FILL:
+        return Plan(Regime.TILED, Kernel.TILED, route.whole_k_size, 1, k)
     if parts == 1:
         decode = route.decode_size is not None and not swap and rows < route.tile[0]
         size = route.decode_size if decode else route.size

@@ -26,7 +26,8 @@ of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 (:func:`bucket`) is ``<size>|<layout>``:
 
 * size: ``skinny`` in the skinny regime (``decode`` there for an unsplit problem with M below
-  the skinny tile's 16 rows), else ``small`` when the largest of M, N, K is below 2048, else
+  the skinny tile's 16 rows), ``wide`` for a split-K problem whose 64x64 tiles fill the GPU
+  unsplit (128x4096x4096), else ``small`` when the largest of M, N, K is below 2048, else
   ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``; a
@@ -65,10 +66,10 @@ from operators.gemm.strategy import sm_count
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-SIZES = ("decode", "skinny", "small", "large")
-"""The size part of a bucket, smallest first: a missing decode bucket takes a skinny one, a missing
-skinny bucket a small one before a large one; a missing small bucket, equally near both, takes one
-of the same layout, then the large one."""
+SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0}
+"""Where each size part of a bucket lies, smallest first: a missing decode bucket takes a skinny one,
+a missing skinny bucket a small one before a large one, a missing wide one (64-row tiles over a
+short wide output) a small one, and a missing small one a wide one, then one of the same layout."""
 POINTER_SIZES = ("decode", "skinny")
 """The sizes of the skinny route's buckets, whose configs are pointer-indexed (no bias tile staged)."""
 POINTER = {"indexing": "pointer"}
@@ -139,10 +140,10 @@ def bucket(x: torch.Tensor, y: torch.Tensor, size: str | None = None) -> str:
 
 
 def bucket_place(name: str) -> BucketPlace | None:
-    """Where bucket ``name`` (``<size>|<layout>``) lies: the size's index in :data:`SIZES`, and
+    """Where bucket ``name`` (``<size>|<layout>``) lies: the size's place in :data:`SIZE_PLACES`, and
     the layout, which a stand-in config had better share."""
     size, _, layout = name.partition("|")
-    return (SIZES.index(size), layout) if size in SIZES else None
+    return (SIZE_PLACES[size], layout) if size in SIZE_PLACES else None
 
 
 CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)

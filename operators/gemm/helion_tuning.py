@@ -2,8 +2,8 @@
 
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
-of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, skinny and
-decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
+of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, wide, skinny
+and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
 skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``, ``row_sum_finish``) in the
 small and large ones.  Skinny and split-K candidates keep their route's output tile
 (:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
@@ -38,11 +38,12 @@ _KERNELS = {**SPLIT_K_KERNELS, **ROW_SUM_KERNELS}
 _ROW_SUM_SHAPES = {"small": (1024, 1024), "large": (20120, 512)}
 """(M, N) of the gradient each row-sum bucket is tuned on: 1024^3's, and addmm's reference shape's."""
 _SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096),
-           "decode": (1, 4096, 4096)}
+           "decode": (1, 4096, 4096), "wide": (128, 4096, 4096)}
 """(M, N, K) each bucket size is tuned on, for the tiled kernel."""
-_SPLIT_K_SHAPES = {"large|tn": (1536, 512, 20120), "large": (128, 4096, 4096), "skinny": (1, 1024, 4096)}
+_SPLIT_K_SHAPES = {"large|tn": (1536, 512, 20120), "large": (256, 1024, 8192), "skinny": (1, 1024, 4096)}
 """(M, N, K) the split-K kernels are tuned on: addmm's dW at its reference shape (``x.T @ grad``),
-a short wide problem (forward and ``grad @ y.T``), decode against a 1024-wide weight."""
+a short problem too narrow for 64x64 tiles to fill the GPU (forward and ``grad @ y.T``: 16 tiles x
+8 parts), decode against a 1024-wide weight."""
 TUNING_SMS = 132
 """The H200's SMs, which the candidates are chosen for: the split-K slots are tuned on its parts."""
 
@@ -98,6 +99,16 @@ _SMALL_CANDIDATES = [
     _candidate([64, 128, 64], warps=4, stages=4, indexing="pointer"),
     _candidate([64, 64, 32], warps=4, stages=4, indexing="pointer"),
 ]
+_WIDE_CANDIDATES = [
+    _candidate([64, 64, 128], warps=4, stages=5),
+    _candidate([64, 64, 128], warps=4, stages=4),
+    _candidate([64, 64, 128], warps=4, stages=3),
+    _candidate([64, 64, 64], warps=4, stages=5),
+    _candidate([64, 64, 128], warps=4, stages=5, indexing="pointer"),
+    _candidate([64, 64, 128], warps=4, stages=4, pid_type=_PERSISTENT),
+]
+"""64x64 tiles over the whole of K, as many as the SMs (Inductor's pick at 128x4096x4096: gemm
+NOTES, prediction 41)."""
 _SKINNY_CANDIDATES = [
     _candidate([16, 32, 256], warps=4, stages=3, indexing="pointer"),
     _candidate([16, 32, 256], warps=4, stages=4, indexing="pointer"),
@@ -167,6 +178,8 @@ def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
         return list(_SPLIT_K_CANDIDATES)
     if size == "small":
         return list(_SMALL_CANDIDATES)
+    if size == "wide":
+        return list(_WIDE_CANDIDATES)
     return _LARGE_CANDIDATES + (_LARGE_FULL_BIAS_EXTRA if kernel_name == "addmm_2d" else [])
 
 
@@ -231,6 +244,8 @@ SLOTS = [
     *((name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in ("small", "large")),
     *(("matmul", f"skinny|{layout}") for layout in ("nn", "nt", "tn", "tt")),
     *(("matmul", f"decode|{layout}") for layout in ("nn", "nt")),
+    *(("matmul", f"wide|{layout}") for layout in ("nn", "nt")),
+    *((name, "wide|nn") for name in ("addmm_1d", "addmm_2d")),
     *(("matmul_split_k", f"large|{layout}") for layout in ("nn", "nt", "tn")),
     *(("matmul_split_k", f"skinny|{layout}") for layout in ("nn", "nt")),
     ("split_k_reduce", "large"),
@@ -243,9 +258,11 @@ Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward 
 (``nt``, ``tn``; addmm's backward runs ``matmul`` too), both addmm kernels forward; skinny
 ``matmul`` in the four layouts of an M-skinny problem (``nn``, ``nt``) and of an N-skinny one
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
-the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; the
-split-K parts in the layouts of the default sweep's split problems, and in those of decode
-against too few columns to fill the GPU (e.g. 1x1024x4096, not in the sweep); the row-bias
+the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; wide
+``matmul`` (a short wide output on 64x64 tiles) forward and in ``grad @ y.T``, and both addmm
+kernels forward there; the split-K parts in the layouts of addmm's dW (``tn``) and of short problems
+too narrow for 64x64 tiles to fill the GPU (``nn``, ``nt``; e.g. 256x1024x8192), and in those
+of decode against too few columns (e.g. 1x1024x4096), neither in the sweep; the row-bias
 gradient's pair at a square and at addmm's reference gradient."""
 
 

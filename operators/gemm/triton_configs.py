@@ -57,14 +57,21 @@ TMA_CONFIGS = [
     tma_config(128, 128, 64, stages=5, warps=8, persistent=False),
     tma_config(128, 128, 32, stages=3, warps=8),
     tma_config(64, 128, 32, stages=4, warps=4),
+    tma_config(64, 128, 128, stages=4, warps=4, persistent=False),
+    tma_config(64, 64, 128, stages=5, warps=4, persistent=False),
+    tma_config(64, 32, 128, stages=5, warps=4, persistent=False),
 ]
+"""The last three, Inductor's picks at 1024^3, 128x4096x4096 and 256^3, lead there (gemm NOTES:
+prediction 41)."""
 POINTER_CONFIGS = [
     pointer_config(128, 256, 64, stages=3, warps=8),
     pointer_config(128, 128, 64, stages=4, warps=8),
     pointer_config(128, 128, 32, stages=4, warps=4),
     pointer_config(64, 128, 32, stages=4, warps=4),
     pointer_config(64, 64, 32, stages=4, warps=4),
+    pointer_config(64, 128, 16, stages=3, warps=4),
 ]
+"""The last for K of 16 or less (the decode and 8192x8x8192 backward; gemm NOTES: prediction 41)."""
 
 
 def set_split_k_block_shape(nargs: dict) -> None:
@@ -114,13 +121,14 @@ INTERPRETER_TMA_CONFIGS = [tma_config(32, 32, 16, stages=2, warps=4, group=2, su
 INTERPRETER_POINTER_CONFIGS = [pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
 
 
-def _largest_blocks(configs: list[triton.Config]) -> tuple[int, int, int]:
-    return tuple(max(c.kwargs[name] for c in configs) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+ACTIVE_TMA_CONFIGS = INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS
 
 
-# A TMA box may not exceed the tensor (pytorch/helion#2555: larger boxes fault at run time), so
-# the TMA kernel serves problems at least as large as every block of its configs.
-TMA_MIN_MNK = _largest_blocks(INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS)
+def boxes_fit(config: triton.Config, m: int, n: int, k: int) -> bool:
+    """Whether no block of a TMA ``config`` exceeds its dim of an (M, N, K) problem: a TMA box
+    may not exceed the tensor (pytorch/helion#2555: larger boxes fault at run time)."""
+    kw = config.kwargs
+    return kw["BLOCK_M"] <= m and kw["BLOCK_N"] <= n and kw["BLOCK_K"] <= k
 
 
 @functools.cache
@@ -158,8 +166,11 @@ def prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store
 
 
 def prune_tma(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    """The TMA configs whose boxes fit the problem (the dispatch runs it only where one does) and
+    whose shared memory fits the GPU."""
     args = {**named_args, **kwargs}
-    return prune_by_smem(configs, args["a_desc"].base, True, args["BIAS_KIND"])
+    boxed = [c for c in configs if boxes_fit(c, args["M"], args["N"], args["K"])]
+    return prune_by_smem(boxed, args["a_desc"].base, True, args["BIAS_KIND"])
 
 
 def prune_pointer(configs: list[triton.Config], named_args: dict,

@@ -22,6 +22,7 @@ from operators.gemm.strategy import (
     INTERPRETER_LIMITS,
     MAX_SPLIT,
     MIN_PART_STEPS,
+    WAVE_FILL,
     Limits,
     Regime,
     output_tiles,
@@ -29,13 +30,15 @@ from operators.gemm.strategy import (
     settled_regime,
     sm_count,
     split_count,
+    wave_fill,
 )
 from operators.gemm.triton_configs import (
+    ACTIVE_TMA_CONFIGS,
     INTERPRETED,
     INTERPRETER_SPLIT_K_CONFIGS,
     SKINNY_CONFIGS,
     SPLIT_K_CONFIGS,
-    TMA_MIN_MNK,
+    boxes_fit,
 )
 
 
@@ -69,6 +72,10 @@ class Route:
     swapped_part_k: int = 0
     """For a problem computed transposed, the part length K is also cut into (:func:`streaming_parts`)."""
     swapped_reason: str = ""
+    whole_k_tile: int = 0
+    """For the split-K regime: the side of the tiled kernels' smallest tile; where tiles of it fill
+    :data:`~operators.gemm.strategy.WAVE_FILL` of their waves, the tiled kernel runs over the
+    whole of K instead (its autotuner has those tiles); 0: never."""
 
 
 ROUTES: dict[Regime, Route] = {
@@ -78,8 +85,10 @@ ROUTES: dict[Regime, Route] = {
                "(FMA dots), a dim below a tile or a GPU before Hopper (uses_tma)"),
     Regime.SPLIT_K: Route(
         Kernel.SPLIT_K, block_m=(128, 128), block_n=128, configs=SPLIT_K_CONFIGS, part_step=64,
+        whole_k_tile=64,
         reason="128x128 tiles, K cut until the programs fill 90% of their waves: addmm's dW "
-               "1536x512, K=20120: 48 tiles x 5 parts = 240 programs on 132 SMs"),
+               "1536x512, K=20120: 48 tiles x 5 parts = 240 programs on 132 SMs; unless 64x64 "
+               "tiles fill them unsplit (128x4096x4096: 128 tiles; gemm NOTES: prediction 41)"),
     Regime.SKINNY: Route(
         Kernel.SPLIT_K, block_m=(16, 64), block_n=32, configs=SKINNY_CONFIGS, part_step=64,
         reason="BLOCK_M covers M (16-64) so B is read once; 32 columns a program (128 programs at "
@@ -104,7 +113,8 @@ def streaming_parts(tiles: int, k: int, sms: int, part_k: int) -> int:
 def _interpreted(route: Route) -> Route:
     """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config,
     parts in steps of its BLOCK_K, transposed problems' parts of 96 (6 k-blocks: the shared
-    test cases' K of 300 in 3 parts, of 7, 7 and 5 k-blocks, as the wave-fill rule cuts it)."""
+    test cases' K of 300 in 3 parts, of 7, 7 and 5 k-blocks, as the wave-fill rule cuts it);
+    no whole-K tile (the interpreter's one tiled config is the split-K tile's size)."""
     if route.kernel is not Kernel.SPLIT_K:
         return route
     step = INTERPRETER_SPLIT_K_CONFIGS[0].kwargs["BLOCK_K"]
@@ -113,7 +123,7 @@ def _interpreted(route: Route) -> Route:
                                block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS,
                                part_step=step,
                                swapped_block_n=max(16, route.swapped_block_n // 4) if swapped else 0,
-                               swapped_part_k=6 * step if swapped else 0)
+                               swapped_part_k=6 * step if swapped else 0, whole_k_tile=0)
 
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
@@ -122,13 +132,14 @@ ACTIVE_LIMITS = INTERPRETER_LIMITS if INTERPRETED else GPU_LIMITS
 
 def uses_tma(mnk: tuple[int, int, int], precision: str, device: torch.device) -> bool:
     """Whether the TMA kernel serves an (M, N, K) problem: tensor-core dots on Hopper (or the
-    interpreter), every dim no smaller than the largest tile.  Misaligned operands do not
-    matter: they are copied to aligned buffers first.
+    interpreter), and a config whose every block fits its dim (:func:`boxes_fit`; the autotuner
+    times those alone).  Misaligned operands do not matter: they are copied to aligned buffers
+    first.
 
     Exact fp32 (``ieee``) dots run on the FMA units, where the TMA kernel's transposed tiles
     spill registers; they take the pointer kernel.
     """
-    if precision == "ieee" or any(d < block for d, block in zip(mnk, TMA_MIN_MNK, strict=True)):
+    if precision == "ieee" or not any(boxes_fit(c, *mnk) for c in ACTIVE_TMA_CONFIGS):
         return False
     return INTERPRETED or torch.cuda.get_device_capability(device)[0] >= 9
 
@@ -153,6 +164,7 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     route = routes[name]
     if route.kernel is not Kernel.SPLIT_K:
         return Plan(name, Kernel.TMA if tma else Kernel.POINTER)
+    tiled = Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     swap = name is Regime.SKINNY and n < m
     rows, cols = (n, m) if swap else (m, n)
     low, high = route.block_m
@@ -163,8 +175,10 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     split = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
     if transposed:
         split = max(split, streaming_parts(tiles, k, sms, route.swapped_part_k))
-    if settled_regime(name, split) is not name:
-        return Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
+    side = route.whole_k_tile
+    whole_k = split > 1 and side and wave_fill(output_tiles(m, n, side, side), sms) >= WAVE_FILL
+    if whole_k or settled_regime(name, split) is not name:
+        return tiled
     return Plan(name, Kernel.SPLIT_K, block_m, block_n, split, swap)
 
 

@@ -117,8 +117,10 @@ def test_helion_tuning_jobs_cover_the_default_gemm_and_addmm_sweeps(dtype: torch
         # addmm's row-bias gradient, over the (M, N) output gradient
         size = row_sum_size(*shape[:2])
         expected |= {config_key(name, dtype, size) for name in ("row_sum_parts", "row_sum_finish")}
-    # and skinny problems whose columns leave SMs idle (e.g. 1x1024x4096), which the sweep has none of
-    beyond = [("matmul_split_k", "skinny|nn"), ("matmul_split_k", "skinny|nt"), ("split_k_reduce", "skinny")]
+    # and skinny problems whose columns leave SMs idle (e.g. 1x1024x4096), and short ones too
+    # narrow for 64x64 tiles to fill the GPU (e.g. 256x1024x8192), which the sweep has none of
+    beyond = [("matmul_split_k", "skinny|nn"), ("matmul_split_k", "skinny|nt"), ("split_k_reduce", "skinny"),
+              ("matmul_split_k", "large|nn"), ("matmul_split_k", "large|nt")]
     expected |= {config_key(name, dtype, bucket) for name, bucket in beyond}
     jobs = helion_tuning.tuning_jobs(dtype, "cuda")
     assert {job.key for job in jobs} == expected

@@ -81,8 +81,10 @@ def test_skinny_problems_with_few_column_blocks_split_k():
     assert h200_plan(1, 1024, 4096) == Plan(Regime.SKINNY, Kernel.SPLIT_K, "skinny", 4, 1024, pointer=True)
 
 
-def test_a_short_wide_problem_splits_k_into_four():
-    assert h200_plan(128, 4096, 4096) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 4, 1024)
+def test_a_short_wide_problem_whose_64x64_tiles_fill_a_wave_runs_tiled_on_the_wide_bucket():
+    # 128 tiles of 64x64 on 132 SMs (97%); its 32 tiles of 128x128 would take 4 parts of K.
+    assert h200_plan(128, 4096, 4096) == _tiled("wide", k=4096)
+    assert h200_plan(256, 1024, 8192) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 8, 1024)
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 14336, 4096), (3000, 5000, 7000),
@@ -109,7 +111,7 @@ def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
         **{(m, 512, 1536): [tiled, tiled, ("split_k", 5)] for m in (20120, 34579, 34839)},
         (1, 4096, 4096): [skinny, skinny, tiled],
         (16, 4096, 4096): [skinny, skinny, tiled],
-        (128, 4096, 4096): [("split_k", 4), ("split_k", 4), tiled],
+        (128, 4096, 4096): [tiled, tiled, tiled],
         (8192, 8, 8192): [skinny_t, tiled, skinny_t],
         (3000, 5000, 7000): [tiled, tiled, tiled],
     }
@@ -126,7 +128,7 @@ def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
     assert all(route(*s) == route(s[0], s[2], s[1]) == route(s[2], s[1], s[0]) == tiled for s in others)
 
 
-@pytest.mark.parametrize("size", ["skinny", "decode", "small", "large"])
+@pytest.mark.parametrize("size", ["skinny", "decode", "small", "large", "wide"])
 def test_each_tiled_bucket_is_tuned_on_a_shape_that_takes_it(size: str):
     # The skinny configs are timed at M = 16 and the decode ones at M = 1, each in its own bucket.
     m, n, k = helion_tuning._shape("matmul", f"{size}|nn")

@@ -103,8 +103,33 @@ def test_skinny_problems_with_few_column_blocks_split_k():
     assert (plan.regime, plan.split_k) == (Regime.SKINNY, 4)  # 32 programs x 4 = 128 of 132 SMs
 
 
-def test_a_short_wide_problem_splits_k_into_four():
-    assert h200_plan(128, 4096, 4096) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, 128, 128, split_k=4)
+def test_a_short_wide_problem_whose_64x64_tiles_fill_a_wave_runs_tiled_over_the_whole_of_k():
+    # 128 tiles of 64x64 on 132 SMs (97%); its 32 tiles of 128x128 would take 4 parts of K.
+    assert strategy.regime(128, 4096, 4096, H200_SMS, GPU_LIMITS) is Regime.SPLIT_K
+    assert h200_plan(128, 4096, 4096) == Plan(Regime.TILED, Kernel.TMA)
+    assert h200_plan(128, 4096, 4096, tma=False) == Plan(Regime.TILED, Kernel.POINTER)
+    # 192 tiles of 64x64 fill 73% of two waves: addmm's dW keeps its split.
+    assert h200_plan(1536, 512, 20120).split_k == 5
+    assert h200_plan(64, 4096, 4096).regime is Regime.SKINNY
+
+
+def test_tma_configs_run_only_where_their_boxes_fit_the_problem(monkeypatch):
+    monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
+    args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=torch.bfloat16)), "BIAS_KIND": 0}
+    kept = triton_configs.prune_tma(list(triton_configs.TMA_CONFIGS), args, M=128, N=4096, K=4096)
+    assert kept and all(c.kwargs["BLOCK_M"] <= 128 for c in kept)
+    assert any(c.kwargs["BLOCK_M"] == 256 for c in triton_configs.TMA_CONFIGS)
+
+    def fitting(m: int, n: int, k: int) -> list[tuple[int, int, int]]:
+        return [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"])
+                for c in triton_configs.TMA_CONFIGS if triton_configs.boxes_fit(c, m, n, k)]
+
+    assert len(fitting(4096, 4096, 4096)) == len(triton_configs.TMA_CONFIGS)
+    assert set(fitting(128, 4096, 4096)) == {(128, 256, 64), (128, 128, 64), (128, 64, 64),
+                                             (64, 256, 64), (128, 128, 32), (64, 128, 32),
+                                             (64, 128, 128), (64, 64, 128), (64, 32, 128)}
+    assert set(fitting(4096, 4096, 32)) == {(128, 128, 32), (64, 128, 32)}
+    assert fitting(4096, 4096, 16) == fitting(63, 4096, 4096) == []
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 14336, 4096), (3000, 5000, 7000),
@@ -147,7 +172,7 @@ def test_every_regime_has_a_route_and_every_rule_and_route_a_reason():
 
 def test_new_default_shapes_are_in_both_sweeps_and_take_their_regimes():
     expected = {(1, 4096, 4096): Regime.SKINNY, (16, 4096, 4096): Regime.SKINNY,
-                (128, 4096, 4096): Regime.SPLIT_K, (3000, 5000, 7000): Regime.TILED,
+                (128, 4096, 4096): Regime.TILED, (3000, 5000, 7000): Regime.TILED,
                 (8192, 8, 8192): Regime.SKINNY}
     for op in (GemmOperator("cuda", torch.bfloat16), AddmmOperator("cuda", torch.bfloat16)):
         assert set(expected) <= set(op.default_shapes()), op.name
