@@ -23,15 +23,14 @@ from operators.gemm.strategy import (
     GPU_LIMITS,
     INTERPRETER_LIMITS,
     MIN_PART_STEPS,
-    WAVE_FILL,
     Limits,
     Regime,
+    fills_one_wave,
     output_tiles,
     regime,
     settled_regime,
     sm_count,
     split_count,
-    wave_fill,
 )
 
 
@@ -70,10 +69,11 @@ class Route:
     its configs are tuned at M = 1, where the skinny bucket's are slower (gemm NOTES: the split-K
     and skinny slots tuned)."""
     whole_k_tile: int = 0
-    """For the split-K regime: where output tiles of this side fill
-    :data:`~operators.gemm.strategy.WAVE_FILL` of their waves, the tiled kernel runs over the
-    whole of K instead, on the configs of bucket ``whole_k_size``; 0: never."""
+    """For the split-K regime: where output tiles of this side fill one wave
+    (:func:`~operators.gemm.strategy.fills_one_wave`), the tiled kernel runs over the whole of K
+    instead; 0: never."""
     whole_k_size: str | None = None
+    """The bucket of those whole-K problems' configs."""
 
 
 ROUTES: dict[Regime, Route] = {
@@ -137,7 +137,7 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
         tiled = routes[Regime.TILED]
         return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
     side = route.whole_k_tile
-    if parts > 1 and side and wave_fill(output_tiles(m, n, side, side), sms) >= WAVE_FILL:
+    if parts > 1 and side > 0 and fills_one_wave(output_tiles(m, n, side, side), sms):
         return Plan(Regime.TILED, Kernel.TILED, route.whole_k_size, 1, k)
     if parts == 1:
         decode = route.decode_size is not None and not swap and rows < route.tile[0]

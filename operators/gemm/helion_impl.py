@@ -26,7 +26,7 @@ of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 (:func:`bucket`) is ``<size>|<layout>``:
 
 * size: ``skinny`` in the skinny regime (``decode`` there for an unsplit problem with M below
-  the skinny tile's 16 rows), ``wide`` for a split-K problem whose 64x64 tiles fill the GPU
+  the skinny tile's 16 rows), ``wide`` for a split-K problem whose 64x64 tiles fill one wave
   unsplit (128x4096x4096), else ``small`` when the largest of M, N, K is below 2048, else
   ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
@@ -67,9 +67,9 @@ from operators.gemm.strategy import sm_count
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
 SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0}
-"""Where each size part of a bucket lies, smallest first: a missing decode bucket takes a skinny one,
-a missing skinny bucket a small one before a large one, a missing wide one (64-row tiles over a
-short wide output) a small one, and a missing small one a wide one, then one of the same layout."""
+"""Where each size part of a bucket lies, smallest first; a missing bucket takes the nearest stored
+size, then one of the same layout: decode takes skinny, skinny small, wide (one wave of 64x64
+tiles) small, and small or large takes wide."""
 POINTER_SIZES = ("decode", "skinny")
 """The sizes of the skinny route's buckets, whose configs are pointer-indexed (no bias tile staged)."""
 POINTER = {"indexing": "pointer"}

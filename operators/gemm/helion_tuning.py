@@ -98,7 +98,11 @@ _SMALL_CANDIDATES = [
     _candidate([128, 128, 64], warps=8, stages=3, pid_type=_PERSISTENT, flatten=True),
     _candidate([64, 128, 64], warps=4, stages=4, indexing="pointer"),
     _candidate([64, 64, 32], warps=4, stages=4, indexing="pointer"),
+    _candidate([64, 128, 128], warps=4, stages=4),
+    _candidate([64, 32, 128], warps=4, stages=5),
+    _candidate([64, 64, 128], warps=4, stages=5),
 ]
+"""The last three: Inductor's picks at 1024^3 and 256^3 (gemm NOTES: prediction 41)."""
 _WIDE_CANDIDATES = [
     _candidate([64, 64, 128], warps=4, stages=5),
     _candidate([64, 64, 128], warps=4, stages=4),
@@ -259,7 +263,7 @@ Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward 
 ``matmul`` in the four layouts of an M-skinny problem (``nn``, ``nt``) and of an N-skinny one
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
 the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; wide
-``matmul`` (a short wide output on 64x64 tiles) forward and in ``grad @ y.T``, and both addmm
+``matmul`` (an output of one wave of 64x64 tiles) forward and in ``grad @ y.T``, and both addmm
 kernels forward there; the split-K parts in the layouts of addmm's dW (``tn``) and of short problems
 too narrow for 64x64 tiles to fill the GPU (``nn``, ``nt``; e.g. 256x1024x8192), and in those
 of decode against too few columns (e.g. 1x1024x4096), neither in the sweep; the row-bias

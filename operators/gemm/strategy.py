@@ -121,6 +121,11 @@ def wave_fill(programs: int, sms: int) -> float:
     return programs / (-(-programs // sms) * sms)
 
 
+def fills_one_wave(programs: int, sms: int) -> bool:
+    """Whether ``programs`` fit in one wave and keep :data:`WAVE_FILL` of its SMs busy."""
+    return WAVE_FILL * sms <= programs <= sms
+
+
 def settled_regime(regime: Regime, parts: int) -> Regime:
     """The regime a problem runs in once its backend has counted its K ``parts``: a split-K
     problem left with one part (its tiles fill their waves unsplit, or K is too short to cut

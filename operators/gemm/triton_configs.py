@@ -60,9 +60,11 @@ TMA_CONFIGS = [
     tma_config(64, 128, 128, stages=4, warps=4, persistent=False),
     tma_config(64, 64, 128, stages=5, warps=4, persistent=False),
     tma_config(64, 32, 128, stages=5, warps=4, persistent=False),
+    tma_config(64, 64, 64, stages=4, warps=4, persistent=False),
 ]
-"""The last three, Inductor's picks at 1024^3, 128x4096x4096 and 256^3, lead there (gemm NOTES:
-prediction 41)."""
+"""64x128x128, 64x64x128 and 64x32x128, Inductor's picks at 1024^3, 128x4096x4096 and 256^3, lead
+there (gemm NOTES: prediction 41); 64x64x64, a 64x64 tile that fits fp32's shared memory too
+(the split-K route's whole-K tile)."""
 POINTER_CONFIGS = [
     pointer_config(128, 256, 64, stages=3, warps=8),
     pointer_config(128, 128, 64, stages=4, warps=8),

@@ -22,15 +22,14 @@ from operators.gemm.strategy import (
     INTERPRETER_LIMITS,
     MAX_SPLIT,
     MIN_PART_STEPS,
-    WAVE_FILL,
     Limits,
     Regime,
+    fills_one_wave,
     output_tiles,
     regime,
     settled_regime,
     sm_count,
     split_count,
-    wave_fill,
 )
 from operators.gemm.triton_configs import (
     ACTIVE_TMA_CONFIGS,
@@ -73,9 +72,9 @@ class Route:
     """For a problem computed transposed, the part length K is also cut into (:func:`streaming_parts`)."""
     swapped_reason: str = ""
     whole_k_tile: int = 0
-    """For the split-K regime: the side of the tiled kernels' smallest tile; where tiles of it fill
-    :data:`~operators.gemm.strategy.WAVE_FILL` of their waves, the tiled kernel runs over the
-    whole of K instead (its autotuner has those tiles); 0: never."""
+    """For the split-K regime: the side of a square tile the tiled kernels' lists hold in every
+    dtype; where tiles of it fill one wave (:func:`~operators.gemm.strategy.fills_one_wave`), the
+    tiled kernel runs over the whole of K instead; 0: never."""
 
 
 ROUTES: dict[Regime, Route] = {
@@ -176,7 +175,7 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     if transposed:
         split = max(split, streaming_parts(tiles, k, sms, route.swapped_part_k))
     side = route.whole_k_tile
-    whole_k = split > 1 and side and wave_fill(output_tiles(m, n, side, side), sms) >= WAVE_FILL
+    whole_k = split > 1 and side > 0 and fills_one_wave(output_tiles(m, n, side, side), sms)
     if whole_k or settled_regime(name, split) is not name:
         return tiled
     return Plan(name, Kernel.SPLIT_K, block_m, block_n, split, swap)

@@ -47,13 +47,14 @@ from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import (
+    ACTIVE_TMA_CONFIGS,
     INTERPRETED,
     INTERPRETER_POINTER_CONFIGS,
-    INTERPRETER_TMA_CONFIGS,
     POINTER_CONFIGS,
     SPLIT_K_CONFIGS,
     TMA_CONFIGS,
     TUNING_KEY,
+    boxes_fit,
     prune_pointer,
     prune_tma,
 )
@@ -119,7 +120,7 @@ def _accumulate(a_desc, b_desc, off_m, off_n, K, A_TRANS: tl.constexpr, B_TRANS:
 
 
 @triton.autotune(
-    configs=INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS,
+    configs=ACTIVE_TMA_CONFIGS,
     key=TUNING_KEY,
     prune_configs_by={"early_config_prune": prune_tma},
     do_bench=flushed_bench,
@@ -293,6 +294,8 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
     if kernel not in (Kernel.TMA, Kernel.POINTER):
         raise ValueError(f"tiled_matmul runs the tma or pointer kernel, not {kernel.value}")
     (m, k), n = a.shape, b.shape[1]
+    if kernel is Kernel.TMA and config is not None and not boxes_fit(config, m, n, k):
+        raise ValueError(f"config {config.kwargs} has a TMA box larger than the {m}x{n}x{k} problem")
     a, a_trans = _as_strided_2d(a)
     b, b_trans = _as_strided_2d(b)
     bias_arg = out if bias_view is None else bias_view

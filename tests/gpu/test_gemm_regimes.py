@@ -1,4 +1,5 @@
-"""On a GPU: both backends' gemm split-K and skinny paths compiled (Triton's autotuned, Helion's on
+"""On a GPU: both backends' gemm split-K and skinny paths, and the whole-K tiles of a split-K
+problem whose 64x64 tiles fill one wave, compiled (Triton's autotuned, Helion's on
 its stored bf16 configs), in bf16, against float64, at the shapes they were added for (issue 17),
 with no Helion config note (each call finds its own stored config), and split-K's result the
 same bits from run to run (its parts are added by a second kernel in a fixed order, not by
@@ -19,8 +20,9 @@ from operators.gemm.triton_configs import ROW_BIAS
 
 CASES = {
     (1536, 512, 20120): Regime.SPLIT_K,  # addmm's mat1.T @ grad at the reference shape 20120x512x1536
-    (128, 4096, 4096): Regime.SPLIT_K,
-    (1000, 1000, 3001): Regime.SPLIT_K,  # no dim a multiple of 16
+    (128, 4096, 4096): Regime.TILED,  # 128 tiles of 64x64 over the whole of K (Helion: wide bucket)
+    (250, 1000, 8191): Regime.SPLIT_K,  # too few 64x64 tiles; no dim a multiple of 16
+    (1000, 1000, 3001): Regime.SPLIT_K,  # 256 tiles of 64x64: more than one wave
     (1, 4096, 4096): Regime.SKINNY,
     (16, 4096, 4096): Regime.SKINNY,
     (8192, 8, 8192): Regime.SKINNY,  # computed transposed
@@ -44,7 +46,8 @@ def _inputs(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.T
 
 @pytest.mark.parametrize("backend", FUSED)
 @pytest.mark.parametrize("shape", CASES, ids=lambda s: "x".join(map(str, s)))
-def test_split_k_and_skinny_paths_match_float64_in_bf16(backend: str, shape: tuple[int, int, int]) -> None:
+def test_split_k_skinny_and_whole_k_paths_match_float64_in_bf16(backend: str,
+                                                              shape: tuple[int, int, int]) -> None:
     a, b, bias = _inputs(*shape)
     notes: list[str] = []
     with collecting(notes):

@@ -108,8 +108,9 @@ def test_a_short_wide_problem_whose_64x64_tiles_fill_a_wave_runs_tiled_over_the_
     assert strategy.regime(128, 4096, 4096, H200_SMS, GPU_LIMITS) is Regime.SPLIT_K
     assert h200_plan(128, 4096, 4096) == Plan(Regime.TILED, Kernel.TMA)
     assert h200_plan(128, 4096, 4096, tma=False) == Plan(Regime.TILED, Kernel.POINTER)
-    # 192 tiles of 64x64 fill 73% of two waves: addmm's dW keeps its split.
+    # More than a wave of 64x64 tiles keeps the split: 192 (addmm's dW), 256 (1000x1000x3001).
     assert h200_plan(1536, 512, 20120).split_k == 5
+    assert h200_plan(1000, 1000, 3001).split_k == 2
     assert h200_plan(64, 4096, 4096).regime is Regime.SKINNY
 
 
@@ -118,6 +119,10 @@ def test_tma_configs_run_only_where_their_boxes_fit_the_problem(monkeypatch):
     args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=torch.bfloat16)), "BIAS_KIND": 0}
     kept = triton_configs.prune_tma(list(triton_configs.TMA_CONFIGS), args, M=128, N=4096, K=4096)
     assert kept and all(c.kwargs["BLOCK_M"] <= 128 for c in kept)
+    for dtype in (torch.bfloat16, torch.float32):  # the whole-K route's 64x64 tile, in either
+        args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=dtype)), "BIAS_KIND": 2}
+        kept = triton_configs.prune_tma(list(triton_configs.TMA_CONFIGS), args, M=128, N=4096, K=4096)
+        assert any(c.kwargs["BLOCK_M"] == c.kwargs["BLOCK_N"] == 64 for c in kept), dtype
     assert any(c.kwargs["BLOCK_M"] == 256 for c in triton_configs.TMA_CONFIGS)
 
     def fitting(m: int, n: int, k: int) -> list[tuple[int, int, int]]:
@@ -127,7 +132,8 @@ def test_tma_configs_run_only_where_their_boxes_fit_the_problem(monkeypatch):
     assert len(fitting(4096, 4096, 4096)) == len(triton_configs.TMA_CONFIGS)
     assert set(fitting(128, 4096, 4096)) == {(128, 256, 64), (128, 128, 64), (128, 64, 64),
                                              (64, 256, 64), (128, 128, 32), (64, 128, 32),
-                                             (64, 128, 128), (64, 64, 128), (64, 32, 128)}
+                                             (64, 128, 128), (64, 64, 128), (64, 32, 128),
+                                             (64, 64, 64)}
     assert set(fitting(4096, 4096, 32)) == {(128, 128, 32), (64, 128, 32)}
     assert fitting(4096, 4096, 16) == fitting(63, 4096, 4096) == []
 

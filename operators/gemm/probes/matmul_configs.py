@@ -18,14 +18,20 @@ import triton
 from operators.gemm import helion_impl, triton_impl
 from operators.gemm.probes.common import Run, plan_label, probe_matmuls
 from operators.gemm.strategy import Regime
-from operators.gemm.triton_configs import POINTER_CONFIGS, SKINNY_CONFIGS, SPLIT_K_CONFIGS, TMA_CONFIGS
+from operators.gemm.triton_configs import (
+    POINTER_CONFIGS,
+    SKINNY_CONFIGS,
+    SPLIT_K_CONFIGS,
+    TMA_CONFIGS,
+    boxes_fit,
+)
 from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_splitk import autotuned_pick
 
 SHAPES = ("20120,512,1536", "20120,1536,512,t", "128,4096,4096", "3000,5000,7000", "1024,1024,1024",
           "1000,1000,1000", "256,256,256")
 """The reference shape's forward and dX (``,t``: B transposed), then the sweep's forward shapes
-under 0.95x (128x4096x4096 runs split-K, the others tiled)."""
+under 0.95x (all tiled)."""
 CONFIGS = {Kernel.TMA: TMA_CONFIGS, Kernel.POINTER: POINTER_CONFIGS}
 """The tiled kernels' lists; a split-K plan's list is its regime's (split-K or skinny)."""
 
@@ -55,6 +61,8 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
         configs = CONFIGS[chosen.kernel]
     label = plan_label(chosen)
     run(f"triton autotuned ({label} {pick})", lambda: triton_impl.fused_matmul(a, b))
+    if chosen.kernel is Kernel.TMA:
+        configs = [config for config in configs if boxes_fit(config, m, n, k)]
     for config in configs:
         run(f"triton {label} {describe(config)}",
             lambda config=config: triton_impl.fused_matmul(a, b, config=config))

@@ -26,9 +26,10 @@ from operators.gemm.triton_configs import SKINNY_CONFIGS, SPLIT_K_CONFIGS, split
 from operators.gemm.triton_dispatch import Kernel, Plan, plan
 from operators.gemm.triton_splitk import autotuned_pick
 
-SHAPES = ("8192,8,8192", "128,4096,4096", "16,4096,4096", "1,4096,4096", "8192,8,8192,ta",
-          "128,4096,4096,t", "16,4096,4096,t", "1,4096,4096,t")
-"""The sweep's skinny and few-tile forwards, then the backward matmul of each that runs split-K."""
+SHAPES = ("8192,8,8192", "16,4096,4096", "1,4096,4096", "8192,8,8192,ta", "16,4096,4096,t",
+          "1,4096,4096,t")
+"""The sweep's skinny forwards, then the backward matmul of each that runs split-K (128x4096x4096
+runs tiled over the whole of K since prediction 43)."""
 SKINNY_TILE_COLS = (16, 32, 64, 128)
 SPLIT_K_TILE_COLS = (64, 128, 256)
 PARTS = (1, 2, 4, 8)

@@ -2,9 +2,9 @@
 best templates at each, run on our tiled TMA kernel (persistent and one tile a program) and our
 pointer kernel, whatever our plan picks there, against that pick and cuBLAS, in one process.
 
-Question: the templates Inductor picked there are missing from our config lists (k-blocks of
-128 over 64-row tiles, of 16 for K of 16 or less), and at 128x4096x4096 our plan splits K where
-Inductor runs whole-K tiles (``results/h100/NOTES.md``, session 27).  Is it the configs, the
+Question (session 27): the templates Inductor picked there were missing from our config lists
+(k-blocks of 128 over 64-row tiles, of 16 for K of 16 or less), and at 128x4096x4096 our plan
+split K where Inductor ran whole-K tiles (``results/h100/NOTES.md``, session 27).  Is it the configs, the
 plan, or the kernels' code that trails?  Shapes are matmul ``(M, N, K)``; ``,t`` reads B
 through a transposed view (``grad @ w.T``), ``,ta`` reads A so (``a.T @ grad``).  A TMA variant
 runs only where no block exceeds its dim (a larger TMA box faults).  Each variant is checked
