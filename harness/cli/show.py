@@ -41,7 +41,8 @@ def show_main(argv: list[str]) -> int:
         print()
         for table in kernel_tables(group):
             print(table + "\n")
-    print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  "
+    digest = (header.get("source_digest") or "-")[:12]
+    print(f"device: {header.get('device_name')}  commit: {header.get('git_commit')}  source: {digest}  "
           f"{ceilings_line(header.get('ceilings_gbps'), header.get('copy_gbps'))}")
     if line := options_line(header.get("options")):
         print(line)

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from harness.metrics.table import METRICS
+from harness.report.source_digest import source_digest
 
 SCHEMA_VERSION = 1
 BELOW_FLOOR = "below_physical_floor"
@@ -121,6 +122,7 @@ def make_header(device: str, argv: list[str], device_facts: dict[str, Any]) -> d
     return {
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _git_commit(),
+        "source_digest": source_digest(),
         "device": device,
         "device_name": device_name,
         "driver": driver,
