@@ -12,8 +12,8 @@ from typing import Any
 
 from harness.report.results import Record, describe_cell
 
-SAME = ("git_commit", "device_name", "timer", "repeats", "tolerance", "isolate", "precision", "seed",
-        "options", "parallel_compile")
+SAME = ("git_commit", "source_digest", "device_name", "timer", "repeats", "tolerance", "isolate", "precision",
+        "seed", "options", "parallel_compile")
 """Header fields every part of one run must share."""
 
 

@@ -8,6 +8,7 @@ still be matched to the commit it ran: check that commit out and compare ``sourc
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,12 +18,16 @@ SUFFIXES = (".py", ".json")
 
 
 def source_files(root: Path = ROOT) -> list[Path]:
-    """The hashed files under ``root``, sorted by their path relative to it."""
+    """The hashed files under ``root`` (through linked folders too), sorted by their path relative to it."""
     files = []
     for name in SOURCES:
         path = root / name
-        found = [path] if path.is_file() else path.rglob("*")
-        files += [f for f in found if f.is_file() and f.suffix in SUFFIXES and "__pycache__" not in f.parts]
+        if path.is_file():
+            files.append(path)
+            continue
+        for folder, subfolders, names in os.walk(path, followlinks=True):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+            files += [Path(folder) / f for f in names if Path(f).suffix in SUFFIXES]
     return sorted(files, key=lambda f: f.relative_to(root).as_posix())
 
 

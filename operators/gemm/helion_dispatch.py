@@ -83,7 +83,7 @@ ROUTES: dict[Regime, Route] = {
         tile=(128, 128), part_step=64, whole_k_tile=64, whole_k_size="wide",
         reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "
                "K=20120: 48 tiles x 5 parts of 4032 = 240 programs on 132 SMs); unless 64x64 tiles "
-               "fill them unsplit, on the wide bucket (128x4096x4096; gemm NOTES: prediction 41)"),
+               "fill one wave unsplit, on the wide bucket (128x4096x4096; gemm NOTES: prediction 41)"),
     Regime.SKINNY: Route(
         size="skinny", tile=(16, 32), part_step=256, pointer=True, decode_size="decode",
         reason="16-row tiles on the skinny side (N the small side: out.T = y.T @ x.T), 32 columns a "

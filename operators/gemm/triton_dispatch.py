@@ -87,7 +87,7 @@ ROUTES: dict[Regime, Route] = {
         whole_k_tile=64,
         reason="128x128 tiles, K cut until the programs fill 90% of their waves: addmm's dW "
                "1536x512, K=20120: 48 tiles x 5 parts = 240 programs on 132 SMs; unless 64x64 "
-               "tiles fill them unsplit (128x4096x4096: 128 tiles; gemm NOTES: prediction 41)"),
+               "tiles fill one wave unsplit (128x4096x4096: 128 tiles; gemm NOTES: prediction 41)"),
     Regime.SKINNY: Route(
         Kernel.SPLIT_K, block_m=(16, 64), block_n=32, configs=SKINNY_CONFIGS, part_step=64,
         reason="BLOCK_M covers M (16-64) so B is read once; 32 columns a program (128 programs at "

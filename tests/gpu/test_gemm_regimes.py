@@ -84,7 +84,8 @@ def test_triton_split_k_tma_configs_match_float64_in_bf16(shape: tuple[int, int,
                                                          b_transposed: bool) -> None:
     # Every TMA config, picked or not, on each shape whose plan runs split-K, B row-major or a
     # column-major view (the backward's grad @ w.T); where the rows the kernel streams are not
-    # 16 bytes apart (7x4095x4097, or 1000x1000x3001's B.T) there is no descriptor to run it on.
+    # 16 bytes apart (7x4095x4097, or the B.T of 1000x1000x3001 and of 250x1000x8191) there is no
+    # descriptor to run it on.
     m, n, k = shape
     a, b, bias = _inputs(m, n, k)
     if b_transposed:

@@ -103,7 +103,7 @@ def test_shards_are_disjoint_and_their_merge_is_the_whole_run(tmp_path: Path) ->
     assert f"{latencies} cells:" in compared.stdout
 
 
-@pytest.mark.parametrize("field", ["git_commit", "timer", "options", "parallel_compile"])
+@pytest.mark.parametrize("field", ["git_commit", "source_digest", "timer", "options", "parallel_compile"])
 def test_merge_refuses_parts_of_other_code_or_settings(tmp_path: Path, field: str) -> None:
     part = tmp_path / "a.json"
     assert (
@@ -124,8 +124,8 @@ def test_merge_refuses_parts_of_other_code_or_settings(tmp_path: Path, field: st
     )
     header, records = read_json(part)
     other = tmp_path / "b.json"
-    changed = {"git_commit": "f" * 40, "timer": {**header["timer"], "rep_ms": 7.0}, "options": {"bias": "2d"},
-               "parallel_compile": 16}
+    changed = {"git_commit": "f" * 40, "source_digest": "e" * 64, "timer": {**header["timer"], "rep_ms": 7.0},
+               "options": {"bias": "2d"}, "parallel_compile": 16}
     write_json(other, {**header, field: changed[field]}, [])
     result = run_cli("merge", str(part), str(other), "-o", str(tmp_path / "m.json"))
     assert result.returncode == 2 and f"differ in {field}" in result.stderr

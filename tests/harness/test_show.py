@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.report.results import write_json
+from harness.report.results import read_json, write_json
 from tests.helpers import BF16_CPU_COLUMNS, bf16_cpu_exp_records, run_cli, sample_exp_records
 
 
@@ -19,6 +19,8 @@ def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
     assert "exp bwd float32" in shown.stdout and "exp fwd" not in shown.stdout
     assert "eager-latency" in shown.stdout and "triton-accuracy" in shown.stdout
     assert shown.stdout.splitlines()[3].split()[0] == "1000"
+    digest = read_json(path)[0]["source_digest"]
+    assert f"source: {digest[:12]}" in shown.stdout  # the code the run imported
 
 
 def test_show_prints_the_note_a_partial_file_carries(tmp_path, capsys):

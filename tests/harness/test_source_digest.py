@@ -33,6 +33,17 @@ def test_the_digest_follows_the_sources_contents_alone(tmp_path: Path):
     assert source_digest(root) not in (first, changed)  # a file's name counts too
 
 
+def test_the_digest_reads_through_a_linked_folder(tmp_path: Path):
+    root = _tree(tmp_path / "repo")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "kernel.py").write_text("K = 1\n")
+    (root / "operators" / "linked").symlink_to(outside, target_is_directory=True)
+    before = source_digest(root)
+    (outside / "kernel.py").write_text("K = 2\n")
+    assert source_digest(root) != before
+
+
 def test_a_cpu_run_header_carries_this_checkouts_digest():
     header = make_header("cpu", ["run.py", "--op", "exp"], {})
     assert header["source_digest"] == source_digest()

@@ -106,6 +106,7 @@ def test_an_empty_output_is_not_split():
 
 def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
     # (fwd, grad_a = dy @ b.T, grad_b = a.T @ dy), as results/h200/gemm/NOTES.md lists them
+    # (128x4096x4096 tiled since its prediction 43)
     tiled, skinny, skinny_t = ("tiled", 1), ("skinny", 1), ("skinny transposed", 1)
     expected = {
         **{(m, 512, 1536): [tiled, tiled, ("split_k", 5)] for m in (20120, 34579, 34839)},

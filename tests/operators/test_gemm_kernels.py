@@ -106,6 +106,15 @@ def test_triton_takes_tma_path_for_tensor_core_dots_of_tile_size_aligned_or_not(
     assert not triton_dispatch.uses_tma((64, 48, 8), "tf32", cpu)
 
 
+def test_a_tma_config_whose_box_exceeds_the_problem_is_refused_before_launch():
+    a, b = torch.randn(64, 40), torch.randn(40, 48)
+    out = alignment.output_buffer(64, 48, a.dtype, a.device)
+    config = triton_configs.tma_config(64, 64, 16, stages=2, warps=4)  # 64 columns of 48
+    with pytest.raises(ValueError, match="TMA box larger than the 64x48x40 problem"):
+        triton_impl.tiled_matmul(a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32",
+                                 triton_dispatch.Kernel.TMA, config)
+
+
 def test_padded_pitch_rounds_rows_up_to_16_bytes():
     assert alignment.padded_pitch(4097, 2) == 4104
     assert alignment.padded_pitch(4096, 2) == 4096
