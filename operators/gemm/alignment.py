@@ -56,10 +56,14 @@ def aligned_operand(t: torch.Tensor, transposed: bool) -> torch.Tensor:
     """``t`` itself when :func:`is_tma_aligned`, else a copy of the same shape and layout
     (row-major, or column-major when ``transposed``) whose rows (columns) start 16-byte aligned.
     """
-    if is_tma_aligned(t, transposed):
-        return t
+    return t if is_tma_aligned(t, transposed) else padded_copy(t, transposed)
+
+
+def padded_copy(t: torch.Tensor, transposed: bool, pitch_bytes: int = TMA_ALIGN_BYTES) -> torch.Tensor:
+    """A copy of ``t`` of the same shape and layout (row-major, or column-major when
+    ``transposed``) whose rows (columns) are a multiple of ``pitch_bytes`` apart."""
     rows = _row_major(t, transposed)
-    padded = output_buffer(rows.shape[0], rows.shape[1], rows.dtype, rows.device)
+    padded = output_buffer(rows.shape[0], rows.shape[1], rows.dtype, rows.device, pitch_bytes)
     padded.copy_(rows)
     return _row_major(padded, transposed)
 

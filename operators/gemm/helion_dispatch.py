@@ -25,12 +25,12 @@ from operators.gemm.strategy import (
     MIN_PART_STEPS,
     Limits,
     Regime,
-    fills_one_wave,
     output_tiles,
     regime,
     settled_regime,
     sm_count,
     split_count,
+    whole_k_fills_a_wave,
 )
 
 
@@ -70,7 +70,7 @@ class Route:
     and skinny slots tuned)."""
     whole_k_tile: int = 0
     """For the split-K regime: where output tiles of this side fill one wave
-    (:func:`~operators.gemm.strategy.fills_one_wave`), the tiled kernel runs over the whole of K
+    (:func:`~operators.gemm.strategy.whole_k_fills_a_wave`), the tiled kernel runs over the whole of K
     instead; 0: never."""
     whole_k_size: str | None = None
     """The bucket of those whole-K problems' configs."""
@@ -136,8 +136,7 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
     if settled_regime(name, parts) is not name:
         tiled = routes[Regime.TILED]
         return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
-    side = route.whole_k_tile
-    if parts > 1 and side > 0 and fills_one_wave(output_tiles(m, n, side, side), sms):
+    if parts > 1 and whole_k_fills_a_wave(m, n, route.whole_k_tile, sms):
         return Plan(Regime.TILED, Kernel.TILED, route.whole_k_size, 1, k)
     if parts == 1:
         decode = route.decode_size is not None and not swap and rows < route.tile[0]

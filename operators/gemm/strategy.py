@@ -121,9 +121,11 @@ def wave_fill(programs: int, sms: int) -> float:
     return programs / (-(-programs // sms) * sms)
 
 
-def fills_one_wave(programs: int, sms: int) -> bool:
-    """Whether ``programs`` fit in one wave and keep :data:`WAVE_FILL` of its SMs busy."""
-    return WAVE_FILL * sms <= programs <= sms
+def whole_k_fills_a_wave(m: int, n: int, side: int, sms: int) -> bool:
+    """Whether an (M, N) output's ``side`` x ``side`` tiles, one program each over the whole of K,
+    fit in one wave of ``sms`` SMs and keep :data:`WAVE_FILL` of them busy (``side`` 0: never)."""
+    tiles = output_tiles(m, n, side, side) if side > 0 else 0
+    return WAVE_FILL * sms <= tiles <= sms
 
 
 def settled_regime(regime: Regime, parts: int) -> Regime:

@@ -24,12 +24,12 @@ from operators.gemm.strategy import (
     MIN_PART_STEPS,
     Limits,
     Regime,
-    fills_one_wave,
     output_tiles,
     regime,
     settled_regime,
     sm_count,
     split_count,
+    whole_k_fills_a_wave,
 )
 from operators.gemm.triton_configs import (
     ACTIVE_TMA_CONFIGS,
@@ -73,7 +73,7 @@ class Route:
     swapped_reason: str = ""
     whole_k_tile: int = 0
     """For the split-K regime: the side of a square tile the tiled kernels' lists hold in every
-    dtype; where tiles of it fill one wave (:func:`~operators.gemm.strategy.fills_one_wave`), the
+    dtype; where tiles of it fill one wave (:func:`~operators.gemm.strategy.whole_k_fills_a_wave`), the
     tiled kernel runs over the whole of K instead; 0: never."""
 
 
@@ -174,8 +174,7 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
     split = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
     if transposed:
         split = max(split, streaming_parts(tiles, k, sms, route.swapped_part_k))
-    side = route.whole_k_tile
-    whole_k = split > 1 and side > 0 and fills_one_wave(output_tiles(m, n, side, side), sms)
+    whole_k = split > 1 and whole_k_fills_a_wave(m, n, route.whole_k_tile, sms)
     if whole_k or settled_regime(name, split) is not name:
         return tiled
     return Plan(name, Kernel.SPLIT_K, block_m, block_n, split, swap)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from operators.gemm import triton_impl
-from operators.gemm.alignment import output_buffer
+from operators.gemm.alignment import output_buffer, padded_copy
 from operators.gemm.probes.common import Run, probe_matmuls, tiled_into
 from operators.gemm.probes.matmul_configs import describe
 from operators.gemm.triton_dispatch import Kernel, plan
@@ -31,11 +31,7 @@ PITCH_BYTES = 128
 def pitched(t: torch.Tensor) -> torch.Tensor:
     """A copy of ``t`` (row-major, or column-major: a transposed view) whose rows (columns) are
     a multiple of :data:`PITCH_BYTES` apart."""
-    transposed = t.stride(0) == 1 and t.stride(1) != 1
-    rows = t.T if transposed else t
-    copy = output_buffer(*rows.shape, rows.dtype, rows.device, pitch_bytes=PITCH_BYTES)
-    copy.copy_(rows)
-    return copy.T if transposed else copy
+    return padded_copy(t, t.stride(0) == 1 and t.stride(1) != 1, PITCH_BYTES)
 
 
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:

@@ -22,7 +22,7 @@ from operators.gemm import triton_impl
 from operators.gemm.alignment import output_buffer
 from operators.gemm.probes.common import Run, plan_label, probe_matmuls, tiled_into
 from operators.gemm.probes.matmul_configs import describe
-from operators.gemm.triton_configs import pointer_config, tma_config
+from operators.gemm.triton_configs import boxes_fit, pointer_config, tma_config
 from operators.gemm.triton_dispatch import Kernel, plan
 
 Tile = tuple[int, int, int, int, int]
@@ -53,12 +53,9 @@ INDUCTOR_PICKS: dict[str, tuple[Tile, ...]] = {
 def variants(tile: Tile, mnk: tuple[int, int, int]) -> list[tuple[Kernel, triton.Config]]:
     """``tile`` on the pointer kernel and, where every block fits its dim, on the TMA kernel
     persistent and one tile a program."""
-    bm, bn, bk, stages, warps = tile
-    found = [(Kernel.POINTER, pointer_config(bm, bn, bk, stages, warps))]
-    if all(block <= dim for block, dim in zip((bm, bn, bk), mnk, strict=True)):
-        found += [(Kernel.TMA, tma_config(bm, bn, bk, stages, warps, persistent=persistent))
-                  for persistent in (True, False)]
-    return found
+    tma = [(Kernel.TMA, tma_config(*tile, persistent=persistent)) for persistent in (True, False)]
+    return [(Kernel.POINTER, pointer_config(*tile)),
+            *((kernel, config) for kernel, config in tma if boxes_fit(config, *mnk))]
 
 
 def shape_key(a: torch.Tensor, b: torch.Tensor) -> str:
