@@ -29,13 +29,10 @@ def set_block_shapes(nargs: dict) -> None:
 
 
 def tma_config(bm: int, bn: int, bk: int, stages: int, warps: int, group: int = 8,
-               persistent: bool = True, subtile: bool = False,
-               stream_k: bool = False) -> triton.Config:
-    """A config of the tiled TMA kernel: a BLOCK_M x BLOCK_N output tile over k-blocks of BLOCK_K;
-    ``stream_k`` (persistent only) shares the last two waves' tiles out by k-blocks."""
-    assert persistent or not stream_k, "stream-K is a schedule of the persistent kernel"
+               persistent: bool = True, subtile: bool = False) -> triton.Config:
+    """A config of the tiled TMA kernel: a BLOCK_M x BLOCK_N output tile over k-blocks of BLOCK_K."""
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group,
-            "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile, "STREAM_K": stream_k}
+            "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile}
     return triton.Config(meta, num_warps=warps, num_stages=stages, pre_hook=set_block_shapes)
 
 
@@ -64,13 +61,10 @@ TMA_CONFIGS = [
     tma_config(64, 64, 128, stages=5, warps=4, persistent=False),
     tma_config(64, 32, 128, stages=5, warps=4, persistent=False),
     tma_config(64, 64, 64, stages=4, warps=4, persistent=False),
-    tma_config(128, 256, 64, stages=4, warps=8, subtile=True, stream_k=True),
-    tma_config(128, 128, 64, stages=5, warps=8, subtile=True, stream_k=True),
 ]
 """64x128x128, 64x64x128 and 64x32x128, Inductor's picks at 1024^3, 128x4096x4096 and 256^3, lead
 there (gemm NOTES: prediction 41); 64x64x64, a 64x64 tile that fits fp32's shared memory too
-(the split-K route's whole-K tile); the stream-K pair, for tiles that leave a partial last wave
-(20120x512x1536: 2.39 waves of 128x256; gemm NOTES: prediction 44)."""
+(the split-K route's whole-K tile)."""
 POINTER_CONFIGS = [
     pointer_config(128, 256, 64, stages=3, warps=8),
     pointer_config(128, 128, 64, stages=4, warps=8),

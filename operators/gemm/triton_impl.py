@@ -61,13 +61,62 @@ from operators.gemm.triton_configs import (
 from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
-from operators.gemm.triton_stream_k import data_parallel_tiles, stream_k_tiles, workspace
 from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
-from operators.gemm.triton_tma_tiles import accumulate, store_output
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
 # ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _store_tile(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n, alpha,
+                beta, BIAS_KIND: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """Apply the epilogue to a (ROWS, COLS) accumulator at ``[off_m, off_n]`` and TMA-store it."""
+    offs_m = off_m + tl.arange(0, ROWS)
+    offs_n = off_n + tl.arange(0, COLS)
+    out = epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, alpha, beta,
+                   BIAS_KIND)
+    c_desc.store([off_m, off_n], out.to(c_desc.dtype))
+
+
+@triton.jit
+def _store_output(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n, alpha,
+                  beta, BIAS_KIND: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  EPILOGUE_SUBTILE: tl.constexpr):
+    """Store the output tile, as two (BLOCK_M, BLOCK_N / 2) halves when ``EPILOGUE_SUBTILE``."""
+    if EPILOGUE_SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        _store_tile(c_desc, left, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n,
+                    alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N // 2)
+        _store_tile(c_desc, right, bias_ptr, off_m, off_n + BLOCK_N // 2, M, N, stride_bias_m,
+                    stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N // 2)
+    else:
+        _store_tile(c_desc, acc, bias_ptr, off_m, off_n, M, N, stride_bias_m, stride_bias_n,
+                    alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _load_tile(desc, off_rows, off_cols, TRANS: tl.constexpr):
+    """Load the ``[off_rows, off_cols]`` tile; a transposed operand's descriptor is swapped."""
+    if TRANS:
+        tile = desc.load([off_cols, off_rows]).T
+    else:
+        tile = desc.load([off_rows, off_cols])
+    return tile
+
+
+@triton.jit
+def _accumulate(a_desc, b_desc, off_m, off_n, K, A_TRANS: tl.constexpr, B_TRANS: tl.constexpr,
+                DOT_PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr):
+    """``A[off_m:+BLOCK_M, :] @ B[:, off_n:+BLOCK_N]`` in fp32, one k-block per step."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BLOCK_K)):
+        a = _load_tile(a_desc, off_m, ki * BLOCK_K, A_TRANS)
+        b = _load_tile(b_desc, ki * BLOCK_K, off_n, B_TRANS)
+        acc = tl.dot(a, b, acc, input_precision=DOT_PRECISION)
+    return acc
 
 
 @triton.autotune(
@@ -78,56 +127,45 @@ from operators.gemm.triton_tma_tiles import accumulate, store_output
 )
 @triton.jit
 def _matmul_tma_kernel(
-    a_desc, b_desc, c_desc, bias_ptr, part_ptr, flag_ptr,
+    a_desc, b_desc, c_desc, bias_ptr,
     M, N, K, stride_bias_m, stride_bias_n, alpha, beta,
     A_TRANS: tl.constexpr, B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PERSISTENT: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, STREAM_K: tl.constexpr,
+    PERSISTENT: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
 ):
     """C = alpha * A @ B + beta * bias with TMA loads and stores.
 
     ``A_TRANS``: ``a_desc`` describes A.T (K, M); ``B_TRANS``: ``b_desc`` describes B.T (N, K).
     ``PERSISTENT``: program p computes tiles p, p + G, p + 2G, ... of the G programs in a
     flattened (tile x k-block) loop; otherwise each program computes one tile.
-    ``STREAM_K`` (persistent only): the last two waves' tiles are shared out by k-blocks instead
-    (:mod:`operators.gemm.triton_stream_k`; ``part_ptr`` and ``flag_ptr`` its workspace).
     ``EPILOGUE_SUBTILE`` applies the epilogue to and stores two (BM, BN/2) halves, halving the
     shared memory for the output tile and the bias layout conversion.
     """
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_blocks = tl.cdiv(K, BLOCK_K)
     if PERSISTENT:
         start = tl.program_id(0)
         step = tl.num_programs(0)
-        whole_tiles = num_pid_m * num_pid_n
-        if STREAM_K:
-            whole_tiles = data_parallel_tiles(whole_tiles, step)
         # The epilogue keeps its own tile counter: values shared by the prologue and epilogue
         # of a flattened, software-pipelined loop confuse Triton's pipeliner.
         tile_id_c = start - step
-        for tile_id in tl.range(start, whole_tiles, step, flatten=True):
+        for tile_id in tl.range(start, num_pid_m * num_pid_n, step, flatten=True):
             pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-            acc = accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, k_blocks,
-                             A_TRANS, B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
+            acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS,
+                              B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
             tile_id_c += step
             pid_m, pid_n = tile_coords(tile_id_c, num_pid_m, num_pid_n, GROUP_M)
-            store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
-                         stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M,
-                         BLOCK_N, EPILOGUE_SUBTILE)
-        if STREAM_K:
-            stream_k_tiles(a_desc, b_desc, c_desc, bias_ptr, part_ptr, flag_ptr, whole_tiles,
-                           M, N, K, stride_bias_m, stride_bias_n, alpha, beta, A_TRANS, B_TRANS,
-                           BIAS_KIND, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                           EPILOGUE_SUBTILE)
+            _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
+                          stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M,
+                          BLOCK_N, EPILOGUE_SUBTILE)
     else:
         pid_m, pid_n = tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
-        acc = accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, k_blocks, A_TRANS,
-                         B_TRANS, DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
-        store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
-                     stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N,
-                     EPILOGUE_SUBTILE)
+        acc = _accumulate(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, A_TRANS, B_TRANS,
+                          DOT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K)
+        _store_output(c_desc, acc, bias_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N,
+                      stride_bias_m, stride_bias_n, alpha, beta, BIAS_KIND, BLOCK_M, BLOCK_N,
+                      EPILOGUE_SUBTILE)
 
 
 @triton.autotune(
@@ -268,10 +306,8 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
     if kernel is Kernel.TMA:
         a_desc = _descriptor(aligned_operand(a, a_trans), a_trans)
         b_desc = _descriptor(aligned_operand(b, b_trans), b_trans)
-        parts, flags = workspace(a.device, sm_count(a.device))
         _run(_matmul_tma_kernel, grid, config, a_desc=a_desc, b_desc=b_desc,
-             c_desc=_descriptor(out, False), bias_ptr=bias_arg, part_ptr=parts, flag_ptr=flags,
-             **common)
+             c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),

@@ -28,11 +28,9 @@ from operators.gemm import (  # noqa: E402
     alignment,
     helion_impl,
     helion_tuning,
-    strategy,
     triton_configs,
     triton_dispatch,
     triton_impl,
-    triton_stream_k,
 )
 from tests.helpers import run_compiling, tf32_allowed  # noqa: E402
 from tests.operators.gemm_helpers import assert_close, check, float64_reference, randn  # noqa: E402
@@ -223,58 +221,23 @@ def test_triton_reads_transposed_operands_in_place(transposed: str):
     assert_close(out, 0.5 * a.double() @ b.double() + 2.0 * bias.double())
 
 
-def _tma_config(persistent: bool, subtile: bool = False, stream_k: bool = False) -> triton.Config:
-    return triton_configs.tma_config(32, 32, 16, stages=2, warps=4, group=2, persistent=persistent,
-                                     subtile=subtile, stream_k=stream_k)
-
-
 @pytest.mark.parametrize(("persistent", "subtile"), [(False, False), (True, False), (False, True)])
 def test_triton_tma_kernel_schedules_match_float64(persistent: bool, subtile: bool):
     # Each schedule run as a given config (the probes' path), not the autotuner's pick.
     a, b, bias = torch.randn(64, 80), torch.randn(48, 80).T, torch.randn(48)
-    config = _tma_config(persistent, subtile)
+    meta = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, PERSISTENT=persistent,
+                EPILOGUE_SUBTILE=subtile)
+    config = triton.Config(meta, num_warps=4, num_stages=2, pre_hook=triton_configs.set_block_shapes)
     with tf32_allowed():
         assert triton_dispatch.plan(64, 48, 80, "tf32", a.device).kernel is triton_dispatch.Kernel.TMA
         out = triton_impl.fused_matmul(a, b, bias, alpha=2.0, beta=0.5, config=config)
     assert_close(out, 2.0 * a.double() @ b.double() + 0.5 * bias.double())
 
 
-@pytest.mark.parametrize(("m", "n", "k"), [
-    (96, 53, 80),   # 6 tiles of 32x32 on the interpreter's 3 SMs: whole waves, no tile shared
-    (80, 61, 83),   # 6 tiles again, 83 = 5 k-blocks and a partial one
-    (160, 37, 77),  # 10 tiles: 3 whole, 7 shared out by k-blocks, some cut in two
-    (37, 150, 93),  # 10 tiles, a partial row-block
-    (75, 90, 48),   # 9 tiles: 3 waves
-    (70, 64, 33),   # 6 tiles of 3 k-blocks
-    (130, 64, 100), # 10 tiles, 7 k-blocks
-])
-def test_triton_stream_k_schedule_matches_float64_and_leaves_its_flags_at_zero(m: int, n: int, k: int):
-    a, b, bias = torch.randn(m, k), torch.randn(k, n), torch.randn(m, n)
-    config = _tma_config(persistent=True, subtile=True, stream_k=True)
-    with tf32_allowed():
-        out = triton_impl.fused_matmul(a, b, bias, alpha=1.5, beta=0.5, config=config)
-        again = triton_impl.fused_matmul(a, b, bias, alpha=1.5, beta=0.5, config=config)
-    assert_close(out, 1.5 * a.double() @ b.double() + 0.5 * bias.double())
-    assert torch.equal(out, again)
-    _, flags = triton_stream_k.workspace(a.device, strategy.sm_count(a.device))
-    assert not flags.any()
-
-
-@pytest.mark.parametrize(("tiles", "whole"), [(2, 2), (3, 3), (4, 0), (5, 0), (6, 6), (7, 3), (10, 6)])
-def test_stream_k_shares_out_the_last_full_wave_and_the_partial_one(tiles: int, whole: int):
-    # On 3 programs: fewer tiles than programs, and whole waves, stay data-parallel.
-    assert triton_stream_k.data_parallel_tiles.fn(tiles, 3) == whole
-
-
 def test_triton_tma_configs_compile_for_sm90_and_none_that_fits_is_pruned():
     checked = run_compiling(Path(__file__).with_name("sm90") / "tma_configs_fit_sm90.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.count("bytes of shared memory") == 2 * len(triton_configs.TMA_CONFIGS)
-
-
-def test_stream_k_is_a_persistent_schedule():
-    with pytest.raises(AssertionError, match="persistent"):
-        _tma_config(persistent=False, stream_k=True)
 
 
 def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pick():

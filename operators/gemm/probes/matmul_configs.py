@@ -41,7 +41,7 @@ def describe(config: triton.Config | None) -> str:
         return "none"
     kw = config.kwargs
     tile = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x" if "BLOCK_M" in kw else "BK"
-    extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE", "STREAM_K", "TMA_LOADS")
+    extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE", "TMA_LOADS")
                     if kw.get(name))
     return f"{tile}{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}{extra}"
 

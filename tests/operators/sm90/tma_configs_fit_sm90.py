@@ -32,14 +32,14 @@ def compiled(config: triton.Config, bias_kind: int) -> triton.compiler.CompiledK
     out_cols = bn // 2 if kw["EPILOGUE_SUBTILE"] else bn
     signature = {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>", "b_desc": f"tensordesc<bf16[{bk}, {bn}]>",
                  "c_desc": f"tensordesc<bf16[{bm}, {out_cols}]>", "bias_ptr": "*bf16",
-                 "part_ptr": "*fp32", "flag_ptr": "*i32", "alpha": "fp32", "beta": "fp32"}
+                 "alpha": "fp32", "beta": "fp32"}
     constexprs = dict(A_TRANS=False, B_TRANS=False, BIAS_KIND=bias_kind, DOT_PRECISION="tf32", **kw)
     if bias_kind != FULL_BIAS:
         constexprs["stride_bias_n"] = 1
     for name in fn.arg_names:
         signature.setdefault(name, "constexpr" if name in constexprs else "i32")
     aligned = {(fn.arg_names.index(name),): [["tt.divisibility", 16]]
-               for name in ("bias_ptr", "part_ptr", "flag_ptr", "M", "N", "K", "stride_bias_m")}
+               for name in ("bias_ptr", "M", "N", "K", "stride_bias_m")}
     source = ASTSource(fn, signature, constexprs=constexprs, attrs=aligned)
     return triton.compile(source, target=SM90, options={"num_warps": config.num_warps,
                                                           "num_stages": config.num_stages})
