@@ -74,11 +74,22 @@ class Route:
     instead; 0: never."""
     whole_k_size: str | None = None
     """The bucket of those whole-K problems' configs."""
+    short_k_size: str | None = None
+    """For the tiled regime: the bucket of a problem of K at most :data:`SHORT_K`, whose loads are
+    pointer-indexed (an outer product of thin operands: its time is the output's write)."""
+
+
+SHORT_K = 16
+"""The longest K the tiled regime's ``short_k_size`` bucket serves: one k-block of 16, the
+smallest a bf16 dot takes (the dX of 8192x8x8192, the dW of 1x4096x4096 and 16x4096x4096;
+gemm NOTES: prediction 48)."""
 
 
 ROUTES: dict[Regime, Route] = {
     Regime.TILED: Route(
-        reason="matmul_kernel on its small/large bucket configs (gemm NOTES: second round)"),
+        short_k_size="outer",
+        reason="matmul_kernel on its small/large bucket configs (gemm NOTES: second round); K of 16 "
+               "or less on the outer bucket's, pointer loads (gemm NOTES: prediction 48)"),
     Regime.SPLIT_K: Route(
         tile=(128, 128), part_step=64, whole_k_tile=64, whole_k_size="wide",
         reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "
@@ -123,6 +134,13 @@ class Plan:
     pointer: bool = False
 
 
+def _tiled(route: Route, k: int) -> Plan:
+    """The tiled regime's plan for a problem of depth ``k`` on ``route``."""
+    if route.short_k_size is not None and k <= SHORT_K:
+        return Plan(Regime.TILED, Kernel.TILED, route.short_k_size, 1, k, False, True)
+    return Plan(Regime.TILED, Kernel.TILED, route.size, 1, k, False, route.pointer)
+
+
 def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Regime, Route]) -> Plan:
     """The plan of ``(m, k) @ (k, n)`` on ``sms`` SMs under ``limits`` and ``routes``."""
     name = regime(m, n, k, sms, limits)
@@ -133,9 +151,8 @@ def choose(m: int, n: int, k: int, *, sms: int, limits: Limits, routes: dict[Reg
     if route.tile is not None:
         tiles = output_tiles(rows, cols, *route.tile)
         parts = split_count(tiles, k, sms, MIN_PART_STEPS * route.part_step)
-    if settled_regime(name, parts) is not name:
-        tiled = routes[Regime.TILED]
-        return Plan(Regime.TILED, Kernel.TILED, tiled.size, 1, k, False, tiled.pointer)
+    if settled_regime(name, parts) is not name or name is Regime.TILED:
+        return _tiled(routes[Regime.TILED], k)
     if parts > 1 and whole_k_fills_a_wave(m, n, route.whole_k_tile, sms):
         return Plan(Regime.TILED, Kernel.TILED, route.whole_k_size, 1, k)
     if parts == 1:

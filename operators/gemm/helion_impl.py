@@ -27,8 +27,8 @@ of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 
 * size: ``skinny`` in the skinny regime (``decode`` there for an unsplit problem with M below
   the skinny tile's 16 rows), ``wide`` for a split-K problem whose 64x64 tiles fill one wave
-  unsplit (128x4096x4096), else ``small`` when the largest of M, N, K is below 2048, else
-  ``large``;
+  unsplit (128x4096x4096), ``outer`` for a tiled one of K at most 16 (the dX of 8192x8x8192,
+  the dW of 16x4096x4096), else ``small`` when the largest of M, N, K is below 2048, else ``large``;
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``; a
   transposed skinny forward ``tt``.  ``split_k_reduce`` reads its workspace row-major: its
@@ -38,10 +38,10 @@ of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 the one stored for ``matmul`` in the same bucket (:func:`config_keys`).  ``addmm_2d`` keeps an
 (M, N) bias tile in shared memory besides matmul's buffers, which pushes matmul's large-bucket
 config past the H200's 227 KiB a block: it runs on configs of its own only (the arithmetic is in
-``results/h200/gemm/NOTES.md``), except in the skinny and decode buckets, whose pointer-indexed
-configs stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
-(:func:`bucket_place`), fp16 on the GPU bf16's (:mod:`harness.tuning.choice`); skinny calls run
-pointer-indexed whatever config they get.
+``results/h200/gemm/NOTES.md``), except in the skinny, decode and outer buckets, whose
+pointer-indexed configs stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
+(:func:`bucket_place`), fp16 on the GPU bf16's (:mod:`harness.tuning.choice`); skinny and outer
+calls run pointer-indexed whatever config they get.
 :mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
 """
 
@@ -66,12 +66,13 @@ from operators.gemm.strategy import sm_count
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0}
+SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0, "outer": 3.5}
 """Where each size part of a bucket lies, smallest first; a missing bucket takes the nearest stored
 size, then one of the same layout: decode takes skinny, skinny small, wide (one wave of 64x64
-tiles) small, and small or large takes wide."""
-POINTER_SIZES = ("decode", "skinny")
-"""The sizes of the skinny route's buckets, whose configs are pointer-indexed (no bias tile staged)."""
+tiles) small, small or large takes wide, and outer (K of 16 or less) large."""
+POINTER_SIZES = ("decode", "skinny", "outer")
+"""The sizes whose configs are pointer-indexed (no bias tile staged): the skinny route's buckets
+and the tiled route's outer one."""
 POINTER = {"indexing": "pointer"}
 """The config fields of a pointer-indexed call."""
 
@@ -152,7 +153,8 @@ CONFIG_STORE = ConfigStore(CONFIG_PATH, bucket_place)
 def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, ...]:
     """Stored-config keys for kernel ``name`` in a bucket, in order of preference: its own, then
     for ``addmm_1d`` matmul's (the same loop nest with a row of bias in the epilogue), and in the
-    skinny and decode buckets for ``addmm_2d`` too (pointer loads: no bias tile in shared memory)."""
+    skinny, decode and outer buckets for ``addmm_2d`` too (pointer loads: no bias tile in shared
+    memory)."""
     own = config_key(name, dtype, bucket_name)
     shares = name == "addmm_1d" or (name == "addmm_2d" and bucket_name.partition("|")[0] in POINTER_SIZES)
     return (own, config_key("matmul", dtype, bucket_name)) if shares else (own,)

@@ -2,8 +2,8 @@
 
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
-of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, wide, skinny
-and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
+of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, wide, outer,
+skinny and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
 skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``, ``row_sum_finish``) in the
 small and large ones.  Skinny and split-K candidates keep their route's output tile
 (:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
@@ -38,7 +38,7 @@ _KERNELS = {**SPLIT_K_KERNELS, **ROW_SUM_KERNELS}
 _ROW_SUM_SHAPES = {"small": (1024, 1024), "large": (20120, 512)}
 """(M, N) of the gradient each row-sum bucket is tuned on: 1024^3's, and addmm's reference shape's."""
 _SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096),
-           "decode": (1, 4096, 4096), "wide": (128, 4096, 4096)}
+           "decode": (1, 4096, 4096), "wide": (128, 4096, 4096), "outer": (8192, 8192, 8)}
 """(M, N, K) each bucket size is tuned on, for the tiled kernel."""
 _SPLIT_K_SHAPES = {"large|tn": (1536, 512, 20120), "large": (256, 1024, 8192), "skinny": (1, 1024, 4096)}
 """(M, N, K) the split-K kernels are tuned on: addmm's dW at its reference shape (``x.T @ grad``),
@@ -113,6 +113,19 @@ _WIDE_CANDIDATES = [
 ]
 """64x64 tiles over the whole of K, as many as the SMs (Inductor's pick at 128x4096x4096: gemm
 NOTES, prediction 41)."""
+_OUTER_CANDIDATES = [
+    _candidate([64, 128, 16], warps=4, stages=3, indexing="pointer"),
+    _candidate([64, 128, 16], warps=4, stages=2, indexing="pointer"),
+    _candidate([64, 64, 16], warps=4, stages=2, indexing="pointer"),
+    _candidate([128, 128, 16], warps=4, stages=2, indexing="pointer"),
+    _candidate([128, 128, 16], warps=8, stages=2, indexing="pointer"),
+    _candidate([64, 256, 16], warps=4, stages=2, indexing="pointer"),
+    _candidate([128, 256, 16], warps=8, stages=2, indexing="pointer"),
+    _candidate([64, 128, 16], warps=4, stages=2, indexing="pointer", pid_type=_PERSISTENT),
+]
+"""One k-block of 16 over K of 16 or less, pointer loads: the output's write is the work
+(Triton's pointer 64x128x16 leads at 8192x8192x8; gemm NOTES: prediction 41), and its
+neighbours."""
 _SKINNY_CANDIDATES = [
     _candidate([16, 32, 256], warps=4, stages=3, indexing="pointer"),
     _candidate([16, 32, 256], warps=4, stages=4, indexing="pointer"),
@@ -176,6 +189,8 @@ def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
     size = bucket.split("|")[0]
     if kernel_name == "split_k_reduce":
         return list(_REDUCE_CANDIDATES[size])
+    if size == "outer":
+        return list(_OUTER_CANDIDATES)
     if size in POINTER_SIZES:
         return list(_SKINNY_CANDIDATES)
     if kernel_name == "matmul_split_k":
@@ -250,6 +265,7 @@ SLOTS = [
     *(("matmul", f"decode|{layout}") for layout in ("nn", "nt")),
     *(("matmul", f"wide|{layout}") for layout in ("nn", "nt")),
     *((name, "wide|nn") for name in ("addmm_1d", "addmm_2d")),
+    *(("matmul", f"outer|{layout}") for layout in ("nt", "tn")),
     *(("matmul_split_k", f"large|{layout}") for layout in ("nn", "nt", "tn")),
     *(("matmul_split_k", f"skinny|{layout}") for layout in ("nn", "nt")),
     ("split_k_reduce", "large"),
@@ -264,10 +280,12 @@ Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward 
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
 the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; wide
 ``matmul`` (an output of one wave of 64x64 tiles) forward and in ``grad @ y.T``, and both addmm
-kernels forward there; the split-K parts in the layouts of addmm's dW (``tn``) and of short problems
-too narrow for 64x64 tiles to fill the GPU (``nn``, ``nt``; e.g. 256x1024x8192), and in those
-of decode against too few columns (e.g. 1x1024x4096), neither in the sweep; the row-bias
-gradient's pair at a square and at addmm's reference gradient."""
+kernels forward there; outer ``matmul`` (K of 16 or less) in ``grad @ y.T`` (the dX of
+8192x8x8192) and ``x.T @ grad`` (the dW of 1x4096x4096 and 16x4096x4096), the sweep having
+no such forward; the split-K parts in the layouts of addmm's dW
+(``tn``) and of short problems too narrow for 64x64 tiles to fill the GPU (``nn``, ``nt``; e.g.
+256x1024x8192), and in those of decode against too few columns (e.g. 1x1024x4096), neither in
+the sweep; the row-bias gradient's pair at a square and at addmm's reference gradient."""
 
 
 def tuning_jobs(dtype: torch.dtype, device: str) -> list[TuningJob]:

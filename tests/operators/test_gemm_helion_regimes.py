@@ -45,7 +45,8 @@ def h200_plan(m: int, n: int, k: int) -> Plan:
 
 def _tiled(size: str | None = None, k: int = 0, swap: bool = False) -> Plan:
     skinny = size in ("skinny", "decode")
-    return Plan(Regime.SKINNY if skinny else Regime.TILED, Kernel.TILED, size, 1, k, swap, pointer=skinny)
+    return Plan(Regime.SKINNY if skinny else Regime.TILED, Kernel.TILED, size, 1, k, swap,
+                pointer=skinny or size == "outer")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,9 +90,14 @@ def test_a_short_wide_problem_whose_64x64_tiles_fill_a_wave_runs_tiled_on_the_wi
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 14336, 4096), (3000, 5000, 7000),
                                    (1000, 1000, 1000), (256, 256, 256), (20120, 1536, 512),
-                                   (4096, 4096, 1)])
+                                   (4096, 4096, 17)])
 def test_large_or_short_k_problems_stay_on_the_tiled_kernel(shape: tuple[int, int, int]):
     assert h200_plan(*shape) == _tiled(k=shape[2])
+
+
+@pytest.mark.parametrize("shape", [(8192, 8192, 8), (4096, 4096, 1), (1000, 1000, 16), (300, 5000, 3)])
+def test_k_of_16_or_less_runs_tiled_on_the_outer_bucket_with_pointer_loads(shape: tuple[int, int, int]):
+    assert h200_plan(*shape) == _tiled("outer", k=shape[2])
 
 
 @pytest.mark.parametrize("shape", [(2048, 1024, 8192), (1408, 1408, 4096)])
@@ -129,7 +135,7 @@ def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
     assert all(route(*s) == route(s[0], s[2], s[1]) == route(s[2], s[1], s[0]) == tiled for s in others)
 
 
-@pytest.mark.parametrize("size", ["skinny", "decode", "small", "large", "wide"])
+@pytest.mark.parametrize("size", ["skinny", "decode", "small", "large", "wide", "outer"])
 def test_each_tiled_bucket_is_tuned_on_a_shape_that_takes_it(size: str):
     # The skinny configs are timed at M = 16 and the decode ones at M = 1, each in its own bucket.
     m, n, k = helion_tuning._shape("matmul", f"{size}|nn")

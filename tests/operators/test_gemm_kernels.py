@@ -275,10 +275,12 @@ def test_triton_ops_compile_without_graph_breaks():
 
 
 @pytest.mark.parametrize("kernel_name", helion_impl.EPILOGUES)
-@pytest.mark.parametrize("bucket", ["small|nn", "large|nt", "large|tn", "wide|nn", "wide|nt"])
+@pytest.mark.parametrize("bucket", ["small|nn", "large|nt", "large|tn", "wide|nn", "wide|nt", "outer|nt",
+                                    "outer|tn"])
 def test_helion_tuning_candidates_generate_triton_code(kernel_name: str, bucket: str):
     args = helion_tuning.tuning_args(kernel_name, bucket, torch.float16, "cpu")
-    size = "wide" if bucket.startswith("wide") else None  # the dispatch's size, not the dims'
+    # the dispatch's size, not the dims'
+    size = bucket.split("|")[0] if bucket.startswith(("wide", "outer")) else None
     assert helion_impl.bucket(*args[:2], size) == bucket
     bound = helion_impl.matmul_kernel.bind(args)
     for config in helion_tuning.tuning_candidates(kernel_name, bucket):
