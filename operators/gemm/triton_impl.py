@@ -206,13 +206,10 @@ def _matmul_pointer_kernel(
         b_ptrs += BLOCK_K * stride_bk
 
     out = epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n,
-                   alpha, beta, BIAS_KIND).to(c_ptr.dtype.element_ty)
+                   alpha, beta, BIAS_KIND)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    # A tile inside the output stores unmasked (gemm NOTES: prediction 49).
-    if ((pid_m + 1) * BLOCK_M <= M) & ((pid_n + 1) * BLOCK_N <= N):
-        tl.store(c_ptrs, out)
-    else:
-        tl.store(c_ptrs, out, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 # ---------------------------------------------------------------------------------------------
