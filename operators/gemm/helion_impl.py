@@ -66,7 +66,7 @@ from operators.gemm.strategy import sm_count
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0, "outer": 3.5}
+SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0, "outer": 4.0}
 """Where each size part of a bucket lies, smallest first; a missing bucket takes the nearest stored
 size, then one of the same layout: decode takes skinny, skinny small, wide (one wave of 64x64
 tiles) small, small or large takes wide, and outer (K of 16 or less) large."""

@@ -139,18 +139,18 @@ def shared_memory_bytes(device_index: int) -> int:
     return props["max_shared_mem"] - _SMEM_SLACK
 
 
-def config_smem(config: triton.Config, elem_bytes: int, tma_store: bool, row_major_bias: bool) -> int:
+def config_smem(config: triton.Config, elem_bytes: int, tma_store: bool, converted_bias: bool) -> int:
     """Estimated shared memory of a config: the pipelined operand tiles, plus the epilogue's
-    TMA output tile and the scratch that converts a loaded (M, N) bias tile with contiguous rows
-    (``row_major_bias``) to the accumulator layout; a column-major one needs at most 4 KiB there
-    (``tests/operators/sm90/tma_configs_fit_sm90.py``).  A one-tile program reuses the operand
-    buffers for its epilogue; a persistent one keeps them filling with the next tile's operands
-    meanwhile."""
+    TMA output tile and the scratch that converts a loaded (M, N) bias tile to the accumulator
+    layout (``converted_bias``: any full bias but a column-major one, which needs about 4 KiB
+    there; ``tests/operators/sm90/tma_configs_fit_sm90.py``).  A one-tile program reuses the
+    operand buffers for its epilogue; a persistent one keeps them filling with the next tile's
+    operands meanwhile."""
     kw = config.kwargs
     operands = (kw["BLOCK_M"] + kw["BLOCK_N"]) * kw["BLOCK_K"] * elem_bytes * config.num_stages
     subtile = kw.get("EPILOGUE_SUBTILE", False)
     out_tile = kw["BLOCK_M"] * kw["BLOCK_N"] * elem_bytes // (2 if subtile else 1)
-    epilogue = (out_tile if tma_store else 0) + (out_tile // 2 if row_major_bias else 0)
+    epilogue = (out_tile if tma_store else 0) + (out_tile // 2 if converted_bias else 0)
     return operands + epilogue if kw.get("PERSISTENT", False) else max(operands, epilogue)
 
 
@@ -162,12 +162,13 @@ def _fitting(configs: list[triton.Config], operand: torch.Tensor,
 
 
 def prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store: bool,
-                   bias_kind: int, bias_stride_n: int = 1) -> list[triton.Config]:
-    """The configs that fit for a bias of ``bias_kind`` whose columns are ``bias_stride_n`` apart."""
-    row_major_bias = bias_kind == FULL_BIAS and bias_stride_n == 1
+                   bias_kind: int, bias_stride_m: int = 0) -> list[triton.Config]:
+    """The configs that fit for a bias of ``bias_kind`` whose rows are ``bias_stride_m`` apart
+    (1: a column-major full bias, whose tile converts through little shared memory)."""
+    converted_bias = bias_kind == FULL_BIAS and bias_stride_m != 1
 
     def smem(config: triton.Config) -> int:
-        return config_smem(config, operand.element_size(), tma_store, row_major_bias)
+        return config_smem(config, operand.element_size(), tma_store, converted_bias)
 
     return _fitting(configs, operand, smem)
 
@@ -177,13 +178,13 @@ def prune_tma(configs: list[triton.Config], named_args: dict, **kwargs) -> list[
     whose shared memory fits the GPU."""
     args = {**named_args, **kwargs}
     boxed = [c for c in configs if boxes_fit(c, args["M"], args["N"], args["K"])]
-    return prune_by_smem(boxed, args["a_desc"].base, True, args["BIAS_KIND"], args["stride_bias_n"])
+    return prune_by_smem(boxed, args["a_desc"].base, True, args["BIAS_KIND"], args["stride_bias_m"])
 
 
 def prune_pointer(configs: list[triton.Config], named_args: dict,
                    **kwargs) -> list[triton.Config]:
     args = {**named_args, **kwargs}
-    return prune_by_smem(configs, args["a_ptr"], False, args["BIAS_KIND"], args["stride_bias_n"])
+    return prune_by_smem(configs, args["a_ptr"], False, args["BIAS_KIND"], args["stride_bias_m"])
 
 
 def prune_split_k(configs: list[triton.Config], named_args: dict,
@@ -201,5 +202,6 @@ def prune_split_k(configs: list[triton.Config], named_args: dict,
     return _fitting(loadable, operand, smem)
 
 
-TUNING_KEY = ["M", "N", "K", "A_TRANS", "B_TRANS", "BIAS_KIND", "DOT_PRECISION"]
+TUNING_KEY = ["M", "N", "K", "A_TRANS", "B_TRANS", "BIAS_KIND", "stride_bias_m", "DOT_PRECISION"]
+"""What a tiled kernel's pick depends on; ``stride_bias_m`` too, as pruning does (:func:`prune_by_smem`)."""
 SPLIT_K_TUNING_KEY = [*TUNING_KEY, "SPLIT_K", "BLOCK_M", "BLOCK_N", "B_TMA"]

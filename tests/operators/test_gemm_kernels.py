@@ -237,7 +237,21 @@ def test_triton_tma_kernel_schedules_match_float64(persistent: bool, subtile: bo
 def test_triton_tma_configs_compile_for_sm90_and_none_that_fits_is_pruned():
     checked = run_compiling(Path(__file__).with_name("sm90") / "tma_configs_fit_sm90.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("bytes of shared memory") == 4 * len(triton_configs.TMA_CONFIGS)
+    assert checked.stdout.count("bytes of shared memory") == 5 * len(triton_configs.TMA_CONFIGS)
+
+
+@pytest.mark.parametrize(("stride_bias_m", "kept"), [(4096, False), (1, True)])
+def test_triton_tma_pruning_charges_the_bias_conversion_to_all_but_a_column_major_bias(
+        monkeypatch, stride_bias_m: int, kept: bool):
+    # 128x256x64/s3 persistent with a full bias: 245,784 B row-major, 217,112 B column-major
+    # (tests/operators/sm90/tma_configs_fit_sm90.py), of 230,400 the pruning allows.
+    monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
+    operand = torch.empty(4096, 4096, dtype=torch.bfloat16)
+    config = triton_configs.TMA_CONFIGS[0]
+    assert config.kwargs["PERSISTENT"] and not config.kwargs["EPILOGUE_SUBTILE"] and config.num_stages == 3
+    pruned = triton_configs.prune_by_smem(triton_configs.TMA_CONFIGS, operand, True,
+                                          triton_configs.FULL_BIAS, stride_bias_m)
+    assert (config in pruned) is kept
 
 
 def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pick():
@@ -324,6 +338,9 @@ def test_helion_addmm_2d_runs_on_its_own_stored_configs_never_on_matmuls(bucket:
     ("small|nt", ["matmul|bfloat16|large|nt", "matmul|bfloat16|small|nn"], "matmul|bfloat16|small|nn"),
     ("small|nt", ["matmul|bfloat16|large|nn", "matmul|bfloat16|large|nt"], "matmul|bfloat16|large|nt"),
     ("large|tn", ["matmul|float32|large|tn", "matmul|bfloat16|small|nn"], "matmul|bfloat16|small|nn"),
+    # the outer bucket (K <= 16, one 16-deep k-block) lies beyond large: large takes wide first
+    ("large|nn", ["matmul|bfloat16|outer|nn", "matmul|bfloat16|wide|nn"], "matmul|bfloat16|wide|nn"),
+    ("outer|nt", ["matmul|bfloat16|wide|nt", "matmul|bfloat16|large|nt"], "matmul|bfloat16|large|nt"),
 ])
 def test_helion_gemm_takes_the_nearest_size_then_the_same_layout(wanted: str, stored: list, nearest: str):
     choice = _choice("matmul", wanted, stored)

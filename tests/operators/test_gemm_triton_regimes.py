@@ -116,11 +116,13 @@ def test_a_short_wide_problem_whose_64x64_tiles_fill_a_wave_runs_tiled_over_the_
 
 def test_tma_configs_run_only_where_their_boxes_fit_the_problem(monkeypatch):
     monkeypatch.setattr(triton_configs, "shared_memory_bytes", lambda device_index: 232448 - 2048)
-    args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=torch.bfloat16)), "BIAS_KIND": 0}
+    args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=torch.bfloat16)), "BIAS_KIND": 0,
+            "stride_bias_m": 4096}
     kept = triton_configs.prune_tma(list(triton_configs.TMA_CONFIGS), args, M=128, N=4096, K=4096)
     assert kept and all(c.kwargs["BLOCK_M"] <= 128 for c in kept)
     for dtype in (torch.bfloat16, torch.float32):  # the whole-K route's 64x64 tile, in either
-        args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=dtype)), "BIAS_KIND": 2}
+        args = {"a_desc": SimpleNamespace(base=torch.empty(1, dtype=dtype)), "BIAS_KIND": 2,
+                "stride_bias_m": 4096}
         kept = triton_configs.prune_tma(list(triton_configs.TMA_CONFIGS), args, M=128, N=4096, K=4096)
         assert any(c.kwargs["BLOCK_M"] == c.kwargs["BLOCK_N"] == 64 for c in kept), dtype
 

@@ -28,10 +28,11 @@ BIASES = {
     "row bias": (ROW_BIAS, {"stride_bias_n": 1}),
     "full bias": (FULL_BIAS, {"stride_bias_n": 1}),
     "full bias, column-major": (FULL_BIAS, {"stride_bias_m": 1}),
+    "full bias, strided": (FULL_BIAS, {}),
 }
 """Each bias kind with the strides that reach the compiler as the constant 1 (Triton's launcher
-specializes integers equal to 1): the output's or a contiguous bias's unit column stride, or a
-transposed bias's unit row stride."""
+specializes integers equal to 1): the output's or a contiguous bias's unit column stride, a
+transposed bias's unit row stride, or neither (e.g. a view of every other column)."""
 
 
 def compiled(config: triton.Config, bias_kind: int,
@@ -62,8 +63,8 @@ def main() -> int:
             label = f"{describe(config)}, {bias}"
             shared = report(label, lambda config=config, bias_kind=bias_kind, unit_strides=unit_strides:
                             compiled(config, bias_kind, unit_strides).metadata.shared)
-            row_major_bias = bias_kind == FULL_BIAS and "stride_bias_n" in unit_strides
-            estimate = config_smem(config, 2, True, row_major_bias)
+            converted_bias = bias_kind == FULL_BIAS and "stride_bias_m" not in unit_strides
+            estimate = config_smem(config, 2, True, converted_bias)
             if shared is not None and shared <= BUDGET < estimate:
                 print(f"{label}: needs {shared} B, but the pruning estimates {estimate} B")
                 failed = True
