@@ -161,11 +161,16 @@ def _fitting(configs: list[triton.Config], operand: torch.Tensor,
     return [c for c in configs if smem(c) <= budget] or [min(configs, key=smem)]
 
 
+def converts_bias_tile(bias_kind: int, bias_stride_m: int) -> bool:
+    """Whether the epilogue converts a loaded bias tile through shared memory (:func:`config_smem`):
+    a full bias, unless column-major (rows ``bias_stride_m`` = 1 apart)."""
+    return bias_kind == FULL_BIAS and bias_stride_m != 1
+
+
 def prune_by_smem(configs: list[triton.Config], operand: torch.Tensor, tma_store: bool,
                    bias_kind: int, bias_stride_m: int = 0) -> list[triton.Config]:
-    """The configs that fit for a bias of ``bias_kind`` whose rows are ``bias_stride_m`` apart
-    (1: a column-major full bias, whose tile converts through little shared memory)."""
-    converted_bias = bias_kind == FULL_BIAS and bias_stride_m != 1
+    """The configs that fit for a bias of ``bias_kind`` whose rows are ``bias_stride_m`` apart."""
+    converted_bias = converts_bias_tile(bias_kind, bias_stride_m)
 
     def smem(config: triton.Config) -> int:
         return config_smem(config, operand.element_size(), tma_store, converted_bias)

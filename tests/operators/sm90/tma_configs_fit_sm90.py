@@ -18,7 +18,14 @@ from triton.compiler import ASTSource
 
 from operators.gemm import triton_impl
 from operators.gemm.probes.matmul_configs import describe
-from operators.gemm.triton_configs import FULL_BIAS, NO_BIAS, ROW_BIAS, TMA_CONFIGS, config_smem
+from operators.gemm.triton_configs import (
+    FULL_BIAS,
+    NO_BIAS,
+    ROW_BIAS,
+    TMA_CONFIGS,
+    config_smem,
+    converts_bias_tile,
+)
 from tests.operators.sm90.helion_sm90 import SM90, SM90_MAX_SHARED, report
 
 BUDGET = SM90_MAX_SHARED - 2048
@@ -63,7 +70,7 @@ def main() -> int:
             label = f"{describe(config)}, {bias}"
             shared = report(label, lambda config=config, bias_kind=bias_kind, unit_strides=unit_strides:
                             compiled(config, bias_kind, unit_strides).metadata.shared)
-            converted_bias = bias_kind == FULL_BIAS and "stride_bias_m" not in unit_strides
+            converted_bias = converts_bias_tile(bias_kind, unit_strides.get("stride_bias_m", 0))
             estimate = config_smem(config, 2, True, converted_bias)
             if shared is not None and shared <= BUDGET < estimate:
                 print(f"{label}: needs {shared} B, but the pruning estimates {estimate} B")
