@@ -42,7 +42,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from operators.gemm.alignment import aligned_operand, output_buffer
+from operators.gemm.alignment import aligned_operand, output_buffer, vector_elements
 from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.strategy import sm_count
@@ -168,6 +168,16 @@ def _matmul_tma_kernel(
                       EPILOGUE_SUBTILE)
 
 
+@triton.jit
+def _multiple(x, VECTOR: tl.constexpr):
+    """``x``, a multiple of ``VECTOR``, written so that Triton's alignment analysis sees it (a
+    ``tl.multiple_of`` hint on a kernel argument is dropped); ``x`` itself when ``VECTOR`` is 1,
+    as a unit stride that Triton passes as a constant must stay."""
+    if VECTOR > 1:
+        x = x // VECTOR * VECTOR
+    return x
+
+
 @triton.autotune(
     configs=INTERPRETER_POINTER_CONFIGS if INTERPRETED else POINTER_CONFIGS,
     key=TUNING_KEY,
@@ -181,14 +191,26 @@ def _matmul_pointer_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_bias_m, stride_bias_n, alpha, beta,
     A_TRANS: tl.constexpr, B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr,
-    DOT_PRECISION: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, VECTOR: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """C = alpha * A @ B + beta * bias for one tile per program, with masked strided loads.
 
-    ``A_TRANS``/``B_TRANS`` only key the autotuner: unit strides reach the compiler as
-    constants (Triton specializes integer arguments equal to 1), which vectorizes the loads.
+    Unit strides reach the compiler as constants (Triton specializes integer arguments equal to
+    1; ``A_TRANS``/``B_TRANS`` say which they are).  ``VECTOR``: each operand's and the output's
+    contiguous size and row pitch are multiples of it
+    (:func:`~operators.gemm.alignment.vector_elements`), so loads and stores move 16-byte vectors
+    where Triton's own specialization (multiples of 16) finds none, as at K = 8 or N = 5000.
     """
+    N, stride_cm = _multiple(N, VECTOR), _multiple(stride_cm, VECTOR)
+    if A_TRANS:
+        M, stride_ak = _multiple(M, VECTOR), _multiple(stride_ak, VECTOR)
+    else:
+        K, stride_am = _multiple(K, VECTOR), _multiple(stride_am, VECTOR)
+    if B_TRANS:
+        K, stride_bn = _multiple(K, VECTOR), _multiple(stride_bn, VECTOR)
+    else:
+        stride_bk = _multiple(stride_bk, VECTOR)
     pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
                                GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -310,6 +332,7 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
              c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
+             VECTOR=vector_elements((a, b, out), (m if a_trans else k, k if b_trans else n, n)),
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
              stride_bn=b.stride(1), stride_cm=out.stride(0), stride_cn=out.stride(1), **common)
 

@@ -265,6 +265,42 @@ def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pic
         triton_impl.fused_matmul(a, b, config=triton_configs.INTERPRETER_TMA_CONFIGS[0])
 
 
+def test_vector_elements_promises_16_bytes_only_where_every_contiguous_size_and_pitch_allows():
+    bf16, fp32 = torch.bfloat16, torch.float32
+    a, b = torch.empty(24, 8, dtype=bf16), torch.empty(8, 40, dtype=bf16)
+    out = torch.empty(24, 40, dtype=bf16)
+    assert alignment.vector_elements((a, b, out), (8, 40, 40)) == 8
+    assert alignment.vector_elements((a.float(), b.float(), out.float()), (8, 40, 40)) == 4
+    assert alignment.vector_elements((a, b, out), (8, 44, 44)) == 1  # a size of 4 rows' worth
+    wide = torch.empty(24, 12, dtype=bf16)[:, :8]  # rows 12 elements apart
+    assert alignment.vector_elements((wide, b, out), (8, 40, 40)) == 1
+    shifted = torch.empty(24 * 8 + 1, dtype=bf16)[1:].view(24, 8)  # base 2 bytes off
+    assert alignment.vector_elements((shifted, b, out), (8, 40, 40)) == 1
+    assert alignment.vector_elements((torch.empty(24, 4, dtype=fp32).T,), (24,)) == 4  # column-major
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize(("m", "n", "k"), [(40, 24, 8), (24, 56, 40), (40, 24, 9)])
+def test_triton_pointer_kernel_matches_float64_with_and_without_vector_promises(dtype, m: int, n: int,
+                                                                               k: int):
+    # Under the interpreter the promise is arithmetic (x // VECTOR * VECTOR): one the host made
+    # of a size that is not a multiple would cut the problem and fail the check.
+    for a_trans in (False, True):
+        for b_trans in (False, True):
+            a = randn(k, m, dtype=dtype).T if a_trans else randn(m, k, dtype=dtype)
+            b = randn(n, k, dtype=dtype).T if b_trans else randn(k, n, dtype=dtype)
+            out = alignment.output_buffer(m, n, dtype, a.device)
+            triton_impl.tiled_matmul(a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32",
+                                     triton_dispatch.Kernel.POINTER)
+            assert_close(out, a.double() @ b.double())
+
+
+def test_triton_pointer_kernel_compiles_to_16_byte_loads_where_promised_for_sm90():
+    checked = run_compiling(Path(__file__).with_name("sm90") / "pointer_vectors_sm90.py")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("VECTOR=") == 6
+
+
 def test_triton_custom_ops_pass_opcheck():
     a, b, bias = randn(37, 29), randn(29, 45), randn(45)
     torch.library.opcheck(torch.ops.opbench.matmul.default, (a, b))
