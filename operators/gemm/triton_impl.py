@@ -61,7 +61,14 @@ from operators.gemm.triton_configs import (
 from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
-from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
+from operators.gemm.triton_tiles import (
+    bias_kind,
+    epilogue,
+    operand_promises,
+    promised_multiple,
+    tile_coords,
+    vector_operands,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -168,16 +175,6 @@ def _matmul_tma_kernel(
                       EPILOGUE_SUBTILE)
 
 
-@triton.jit
-def _multiple(x, VECTOR: tl.constexpr):
-    """``x``, a multiple of ``VECTOR``, written so that Triton's alignment analysis sees it (a
-    ``tl.multiple_of`` hint on a kernel argument is dropped); ``x`` itself when ``VECTOR`` is 1,
-    as a unit stride that Triton passes as a constant must stay."""
-    if VECTOR > 1:
-        x = x // VECTOR * VECTOR
-    return x
-
-
 @triton.autotune(
     configs=INTERPRETER_POINTER_CONFIGS if INTERPRETED else POINTER_CONFIGS,
     key=TUNING_KEY,
@@ -197,20 +194,13 @@ def _matmul_pointer_kernel(
     """C = alpha * A @ B + beta * bias for one tile per program, with masked strided loads.
 
     Unit strides reach the compiler as constants (Triton specializes integer arguments equal to
-    1; ``A_TRANS``/``B_TRANS`` say which they are).  ``VECTOR``: each operand's and the output's
-    contiguous size and row pitch are multiples of it
-    (:func:`~operators.gemm.alignment.vector_elements`), so loads and stores move 16-byte vectors
-    where Triton's own specialization (multiples of 16) finds none, as at K = 8 or N = 5000.
+    1; ``A_TRANS``/``B_TRANS`` say which they are).  ``VECTOR``: the operands' contiguous sizes
+    and other strides (:func:`~operators.gemm.triton_tiles.vector_operands`) and the output's N
+    and row pitch are multiples of it, so loads and stores move 16-byte vectors.
     """
-    N, stride_cm = _multiple(N, VECTOR), _multiple(stride_cm, VECTOR)
-    if A_TRANS:
-        M, stride_ak = _multiple(M, VECTOR), _multiple(stride_ak, VECTOR)
-    else:
-        K, stride_am = _multiple(K, VECTOR), _multiple(stride_am, VECTOR)
-    if B_TRANS:
-        K, stride_bn = _multiple(K, VECTOR), _multiple(stride_bn, VECTOR)
-    else:
-        stride_bk = _multiple(stride_bk, VECTOR)
+    M, N, K, stride_am, stride_ak, stride_bk, stride_bn = vector_operands(
+        M, N, K, stride_am, stride_ak, stride_bk, stride_bn, A_TRANS, B_TRANS, VECTOR)
+    N, stride_cm = promised_multiple(N, VECTOR), promised_multiple(stride_cm, VECTOR)
     pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
                                GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -332,7 +322,8 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
              c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
-             VECTOR=vector_elements((a, b, out), (m if a_trans else k, k if b_trans else n, n)),
+             VECTOR=vector_elements((a, b, out), (*operand_promises(a, b, a_trans, b_trans), n,
+                                                  out.stride(0))),
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
              stride_bn=b.stride(1), stride_cm=out.stride(0), stride_cn=out.stride(1), **common)
 

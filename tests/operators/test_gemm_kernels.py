@@ -31,6 +31,7 @@ from operators.gemm import (  # noqa: E402
     triton_configs,
     triton_dispatch,
     triton_impl,
+    triton_tiles,
 )
 from tests.helpers import run_compiling, tf32_allowed  # noqa: E402
 from tests.operators.gemm_helpers import assert_close, check, float64_reference, randn  # noqa: E402
@@ -265,18 +266,21 @@ def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pic
         triton_impl.fused_matmul(a, b, config=triton_configs.INTERPRETER_TMA_CONFIGS[0])
 
 
-def test_vector_elements_promises_16_bytes_only_where_every_contiguous_size_and_pitch_allows():
-    bf16, fp32 = torch.bfloat16, torch.float32
+def test_vector_elements_promises_16_bytes_only_where_every_promised_size_and_stride_allows():
+    bf16 = torch.bfloat16
     a, b = torch.empty(24, 8, dtype=bf16), torch.empty(8, 40, dtype=bf16)
-    out = torch.empty(24, 40, dtype=bf16)
-    assert alignment.vector_elements((a, b, out), (8, 40, 40)) == 8
-    assert alignment.vector_elements((a.float(), b.float(), out.float()), (8, 40, 40)) == 4
-    assert alignment.vector_elements((a, b, out), (8, 44, 44)) == 1  # a size of 4 rows' worth
-    wide = torch.empty(24, 12, dtype=bf16)[:, :8]  # rows 12 elements apart
-    assert alignment.vector_elements((wide, b, out), (8, 40, 40)) == 1
+    promised = triton_tiles.operand_promises(a, b, a_trans=False, b_trans=False)
+    assert promised == (8, 8, 40, 40)  # K and A's row stride, N and B's row stride
+    assert alignment.vector_elements((a, b), promised) == 8
+    assert alignment.vector_elements((a.float(), b.float()), promised) == 4
+    assert alignment.vector_elements((a, b), (*promised, 44)) == 1  # 44 is not a multiple of 8
     shifted = torch.empty(24 * 8 + 1, dtype=bf16)[1:].view(24, 8)  # base 2 bytes off
-    assert alignment.vector_elements((shifted, b, out), (8, 40, 40)) == 1
-    assert alignment.vector_elements((torch.empty(24, 4, dtype=fp32).T,), (24,)) == 4  # column-major
+    assert alignment.vector_elements((shifted, b), promised) == 1
+    column_major = torch.empty(8, 24, dtype=bf16).T  # (24, 8): M and its column stride
+    assert triton_tiles.operand_promises(column_major, b.T.contiguous().T, True, True) == (24, 24, 8, 8)
+    one_row = torch.empty(8, 1, dtype=bf16).T  # (1, 8), strides (1, 1): a unit stride is never promised
+    one_row_promised = triton_tiles.operand_promises(one_row, b, False, False)
+    assert alignment.vector_elements((one_row, b), one_row_promised) == 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -298,7 +302,7 @@ def test_triton_pointer_kernel_matches_float64_with_and_without_vector_promises(
 def test_triton_pointer_kernel_compiles_to_16_byte_loads_where_promised_for_sm90():
     checked = run_compiling(Path(__file__).with_name("sm90") / "pointer_vectors_sm90.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("VECTOR=") == 6
+    assert checked.stdout.count("VECTOR=") == 8
 
 
 def test_triton_custom_ops_pass_opcheck():
