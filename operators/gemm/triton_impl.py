@@ -61,14 +61,7 @@ from operators.gemm.triton_configs import (
 from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
-from operators.gemm.triton_tiles import (
-    bias_kind,
-    epilogue,
-    operand_promises,
-    promised_multiple,
-    tile_coords,
-    vector_operands,
-)
+from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -175,6 +168,15 @@ def _matmul_tma_kernel(
                       EPILOGUE_SUBTILE)
 
 
+@triton.jit
+def _promised_multiple(x, VECTOR: tl.constexpr):
+    """``x``, which the host promises is a multiple of ``VECTOR``, written so that Triton's
+    alignment analysis sees it (a ``tl.multiple_of`` hint on a kernel argument is dropped)."""
+    if VECTOR > 1:
+        x = x // VECTOR * VECTOR
+    return x
+
+
 @triton.autotune(
     configs=INTERPRETER_POINTER_CONFIGS if INTERPRETED else POINTER_CONFIGS,
     key=TUNING_KEY,
@@ -194,13 +196,20 @@ def _matmul_pointer_kernel(
     """C = alpha * A @ B + beta * bias for one tile per program, with masked strided loads.
 
     Unit strides reach the compiler as constants (Triton specializes integer arguments equal to
-    1; ``A_TRANS``/``B_TRANS`` say which they are).  ``VECTOR``: the operands' contiguous sizes
-    and other strides (:func:`~operators.gemm.triton_tiles.vector_operands`) and the output's N
-    and row pitch are multiples of it, so loads and stores move 16-byte vectors.
+    1; ``A_TRANS``/``B_TRANS`` say which they are).  ``VECTOR``: each operand's contiguous size
+    and other stride, and the output's N and row pitch, are multiples of it
+    (:func:`pointer_promises`), so loads and stores move 16-byte vectors where Triton's own
+    specialization (multiples of 16) finds none, as at N = 5000.
     """
-    M, N, K, stride_am, stride_ak, stride_bk, stride_bn = vector_operands(
-        M, N, K, stride_am, stride_ak, stride_bk, stride_bn, A_TRANS, B_TRANS, VECTOR)
-    N, stride_cm = promised_multiple(N, VECTOR), promised_multiple(stride_cm, VECTOR)
+    if A_TRANS:
+        M, stride_ak = _promised_multiple(M, VECTOR), _promised_multiple(stride_ak, VECTOR)
+    else:
+        K, stride_am = _promised_multiple(K, VECTOR), _promised_multiple(stride_am, VECTOR)
+    if B_TRANS:
+        K, stride_bn = _promised_multiple(K, VECTOR), _promised_multiple(stride_bn, VECTOR)
+    else:
+        N, stride_bk = _promised_multiple(N, VECTOR), _promised_multiple(stride_bk, VECTOR)
+    N, stride_cm = _promised_multiple(N, VECTOR), _promised_multiple(stride_cm, VECTOR)
     pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
                                GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -322,10 +331,21 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
              c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
-             VECTOR=vector_elements((a, b, out), (*operand_promises(a, b, a_trans, b_trans), n,
-                                                  out.stride(0))),
+             VECTOR=vector_elements((a, b, out), pointer_promises(a, b, out, a_trans, b_trans)),
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
              stride_bn=b.stride(1), stride_cm=out.stride(0), stride_cn=out.stride(1), **common)
+
+
+def pointer_promises(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, a_trans: bool,
+                     b_trans: bool) -> tuple[int, ...]:
+    """The sizes and strides of ``out = a @ b`` that ``_matmul_pointer_kernel`` promises Triton
+    are multiples of its ``VECTOR`` (for :func:`~operators.gemm.alignment.vector_elements`):
+    each operand's contiguous size and other stride (``a_trans``/``b_trans``: column-major),
+    the output's N and row pitch."""
+    (m, k), n = a.shape, b.shape[1]
+    a_values = (m, a.stride(1)) if a_trans else (k, a.stride(0))
+    b_values = (k, b.stride(1)) if b_trans else (n, b.stride(0))
+    return (*a_values, *b_values, n, out.stride(0))
 
 
 def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **args) -> None:

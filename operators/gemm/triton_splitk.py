@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from operators.gemm.alignment import is_tma_aligned, vector_elements
+from operators.gemm.alignment import is_tma_aligned
 from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import (
@@ -39,7 +39,7 @@ from operators.gemm.triton_configs import (
     prune_split_k,
 )
 from operators.gemm.triton_dispatch import ACTIVE_ROUTES, Kernel, Plan
-from operators.gemm.triton_tiles import epilogue, operand_promises, tile_coords, vector_operands
+from operators.gemm.triton_tiles import epilogue, tile_coords
 
 REDUCE_BLOCK = (16, 16) if INTERPRETED else (32, 128)
 MAX_BLOCK_K = max(c.kwargs["BLOCK_K"] for route in ACTIVE_ROUTES.values() for c in route.configs)
@@ -53,7 +53,7 @@ def _matmul_split_k_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_bias_m, stride_bias_n, alpha, beta,
     A_TRANS: tl.constexpr, B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr,
-    DOT_PRECISION: tl.constexpr, SPLIT_K: tl.constexpr, B_TMA: tl.constexpr, VECTOR: tl.constexpr,
+    DOT_PRECISION: tl.constexpr, SPLIT_K: tl.constexpr, B_TMA: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     TMA_LOADS: tl.constexpr,
 ):
@@ -63,12 +63,9 @@ def _matmul_split_k_kernel(
     ``TMA_LOADS``: B's tiles come through ``b_desc`` (B, or B.T when ``B_TRANS``; ``B_TMA``
     says the launch passed it), whose zero fill past K ends the last part as the mask does; a
     part is whole k-blocks, so no other part's tiles are read.  A's tiles are always masked
-    pointer loads (its box would exceed a decode problem's M).  ``A_TRANS``, ``B_TRANS`` and
-    ``VECTOR`` as in the tiled pointer kernel
-    (:func:`~operators.gemm.triton_tiles.vector_operands`).
+    pointer loads (its box would exceed a decode problem's M).  ``A_TRANS`` only keys the
+    autotuner, as in the pointer kernel.
     """
-    M, N, K, stride_am, stride_ak, stride_bk, stride_bn = vector_operands(
-        M, N, K, stride_am, stride_ak, stride_bk, stride_bn, A_TRANS, B_TRANS, VECTOR)
     pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     part = tl.program_id(1)
     k_blocks = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K)
@@ -153,12 +150,11 @@ def split_k_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kin
     part = out if plan.split_k == 1 else torch.empty((plan.split_k, m, n), dtype=torch.float32,
                                                      device=out.device)
     grid = (triton.cdiv(m, plan.block_m) * triton.cdiv(n, plan.block_n), plan.split_k)
-    a_trans, b_trans = a.stride(1) != 1, b.stride(1) != 1
+    b_trans = b.stride(1) != 1
     b_desc = _b_descriptor(b, b_trans, plan)
     args = dict(a_ptr=a, b_ptr=b, b_desc=b_desc, c_ptr=out, part_ptr=part, bias_ptr=bias_arg, K=k,
                 stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
-                stride_bn=b.stride(1), A_TRANS=a_trans, B_TRANS=b_trans,
-                VECTOR=vector_elements((a, b), operand_promises(a, b, a_trans, b_trans)),
+                stride_bn=b.stride(1), A_TRANS=a.stride(1) != 1, B_TRANS=b_trans,
                 DOT_PRECISION=precision, B_TMA=b_desc is not None, BLOCK_M=plan.block_m,
                 BLOCK_N=plan.block_n, **common)
     if config is None:

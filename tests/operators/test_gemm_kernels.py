@@ -31,7 +31,6 @@ from operators.gemm import (  # noqa: E402
     triton_configs,
     triton_dispatch,
     triton_impl,
-    triton_tiles,
 )
 from tests.helpers import run_compiling, tf32_allowed  # noqa: E402
 from tests.operators.gemm_helpers import assert_close, check, float64_reference, randn  # noqa: E402
@@ -269,18 +268,20 @@ def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pic
 def test_vector_elements_promises_16_bytes_only_where_every_promised_size_and_stride_allows():
     bf16 = torch.bfloat16
     a, b = torch.empty(24, 8, dtype=bf16), torch.empty(8, 40, dtype=bf16)
-    promised = triton_tiles.operand_promises(a, b, a_trans=False, b_trans=False)
-    assert promised == (8, 8, 40, 40)  # K and A's row stride, N and B's row stride
-    assert alignment.vector_elements((a, b), promised) == 8
-    assert alignment.vector_elements((a.float(), b.float()), promised) == 4
-    assert alignment.vector_elements((a, b), (*promised, 44)) == 1  # 44 is not a multiple of 8
+    out = torch.empty(24, 40, dtype=bf16)
+    promised = triton_impl.pointer_promises(a, b, out, a_trans=False, b_trans=False)
+    assert promised == (8, 8, 40, 40, 40, 40)  # K, A's row stride; N, B's row stride; N, out's
+    assert alignment.vector_elements((a, b, out), promised) == 8
+    assert alignment.vector_elements((a.float(), b.float(), out.float()), promised) == 4
+    assert alignment.vector_elements((a, b, out), (*promised, 44)) == 1  # 44 is not a multiple of 8
     shifted = torch.empty(24 * 8 + 1, dtype=bf16)[1:].view(24, 8)  # base 2 bytes off
-    assert alignment.vector_elements((shifted, b), promised) == 1
+    assert alignment.vector_elements((shifted, b, out), promised) == 1
     column_major = torch.empty(8, 24, dtype=bf16).T  # (24, 8): M and its column stride
-    assert triton_tiles.operand_promises(column_major, b.T.contiguous().T, True, True) == (24, 24, 8, 8)
+    column_major_b = b.T.contiguous().T
+    assert triton_impl.pointer_promises(column_major, column_major_b, out, True, True)[:4] == (24, 24, 8, 8)
     one_row = torch.empty(8, 1, dtype=bf16).T  # (1, 8), strides (1, 1): a unit stride is never promised
-    one_row_promised = triton_tiles.operand_promises(one_row, b, False, False)
-    assert alignment.vector_elements((one_row, b), one_row_promised) == 1
+    one_row_promised = triton_impl.pointer_promises(one_row, b, out[:1], False, False)
+    assert alignment.vector_elements((one_row, b, out), one_row_promised) == 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -302,7 +303,7 @@ def test_triton_pointer_kernel_matches_float64_with_and_without_vector_promises(
 def test_triton_pointer_kernel_compiles_to_16_byte_loads_where_promised_for_sm90():
     checked = run_compiling(Path(__file__).with_name("sm90") / "pointer_vectors_sm90.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("VECTOR=") == 8
+    assert checked.stdout.count("VECTOR=") == 6
 
 
 def test_triton_custom_ops_pass_opcheck():

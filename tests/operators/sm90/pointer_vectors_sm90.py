@@ -1,9 +1,8 @@
-"""Without a GPU: the Triton tiled pointer kernel and the split-K kernel compiled for sm_90 in
-bf16 move 16-byte vectors (``cp.async`` of 16 bytes, no single-element ``ld.global``) when their
-``VECTOR`` argument is 8, for shapes whose sizes and pitches Triton itself does not take to be
-multiples of 16 (8192x8x8192's forward and dX, 3000x5000x7000's forward and dW), and one element
-at a time when it is 1.  Guards the promise against being dropped, as a ``tl.multiple_of`` hint
-on a kernel argument is.
+"""Without a GPU: the Triton tiled pointer kernel compiled for sm_90 in bf16 moves 16-byte
+vectors (``cp.async`` of 16 bytes, no single-element ``ld.global``) when its ``VECTOR`` argument
+is 8, for shapes whose sizes and pitches Triton itself does not take to be multiples of 16
+(8192x8x8192's dX, 3000x5000x7000's forward and dW), and one element at a time when it is 1.
+Guards the promise against being dropped, as a ``tl.multiple_of`` hint on a kernel argument is.
 
 Run in a process of its own by ``tests/operators/test_gemm_kernels.py`` (the test session has
 set Triton up for its CPU interpreter); prints each case's loads and exits 1 when one loads
@@ -18,10 +17,10 @@ import sys
 import triton
 from triton.compiler import ASTSource
 
-from operators.gemm import triton_impl, triton_splitk
+from operators.gemm import triton_impl
 from tests.operators.sm90.helion_sm90 import SM90
 
-POINTER_CASES = {
+CASES = {
     "8192,8192,8,t (dX of 8192x8x8192)": (
         {"A_TRANS": False, "B_TRANS": True, "stride_ak": 1, "stride_bk": 1, "stride_cn": 1},
         ("M", "N", "stride_cm"), (64, 128, 16, 3, 4)),
@@ -30,18 +29,9 @@ POINTER_CASES = {
     "7000,5000,3000,ta (dW of 3000x5000x7000)": ({"A_TRANS": True, "B_TRANS": False, "stride_am": 1,
                                                   "stride_bn": 1, "stride_cn": 1}, (), (128, 128, 64, 4, 8)),
 }
-"""Per shape, for the tiled pointer kernel: the layout and unit strides, the arguments Triton
+"""Per shape: the layout and unit strides, the arguments Triton
 takes to be multiples of 16 (8192 and its multiples; 3000, 5000 and 7000 are not), and a config
 (tile, stages, warps)."""
-SPLIT_K_CASES = {
-    "8192x8x8192 forward, computed as 8x8192x8192 (split-K, A = b.T)": (
-        {"A_TRANS": True, "B_TRANS": True, "stride_am": 1, "stride_bk": 1, "stride_cm": 1},
-        ("N", "K", "stride_bn"), (16, 64, 128, 3, 4)),
-}
-"""The same for the split-K kernel (one part, no TMA loads); its tile (BLOCK_M, BLOCK_N) the skinny
-route's for a transposed problem."""
-
-
 def loads(fn: triton.JITFunction, constexprs: dict, signature: dict, divisible: tuple[str, ...],
           stages: int, warps: int) -> dict[str, int]:
     """How many 16-byte ``cp.async`` and single-element ``ld.global`` ``fn``'s PTX holds."""
@@ -68,24 +58,11 @@ def pointer_loads(layout: dict, divisible: tuple[str, ...], tile: tuple[int, ...
     return loads(triton_impl._matmul_pointer_kernel.fn, constexprs, {}, divisible, stages, warps)
 
 
-def split_k_loads(layout: dict, divisible: tuple[str, ...], tile: tuple[int, ...],
-                  vector: int) -> dict[str, int]:
-    """:func:`loads` of the split-K kernel, one part, B by pointer."""
-    bm, bn, bk, stages, warps = tile
-    constexprs = dict(BIAS_KIND=0, DOT_PRECISION="tf32", VECTOR=vector, BLOCK_M=bm, BLOCK_N=bn,
-                      BLOCK_K=bk, GROUP_M=8, SPLIT_K=1, B_TMA=False, TMA_LOADS=False, b_desc=None,
-                      stride_bias_n=1, **layout)
-    signature = {"b_desc": "constexpr", "part_ptr": "*fp32"}
-    return loads(triton_splitk._matmul_split_k_kernel, constexprs, signature, divisible, stages, warps)
-
-
 def main() -> int:
     failed = False
-    cases = [(pointer_loads, *case) for case in POINTER_CASES.items()]
-    cases += [(split_k_loads, *case) for case in SPLIT_K_CASES.items()]
-    for compile_loads, shape, (layout, divisible, tile) in cases:
+    for shape, (layout, divisible, tile) in CASES.items():
         for vector in (1, 8):
-            counts = compile_loads(layout, divisible, tile, vector)
+            counts = pointer_loads(layout, divisible, tile, vector)
             vectors = counts["cp.async 16"] > 0 and counts["ld.global.b16"] == 0
             print(f"{shape}, VECTOR={vector}: {counts}")
             if vectors != (vector == 8):

@@ -36,7 +36,7 @@ def compiled(config: triton.Config, block_m: int, block_n: int,
     signature = {name: "*bf16" for name in POINTERS} | {"part_ptr": "*fp32", "alpha": "fp32", "beta": "fp32"}
     signature["b_desc"] = f"tensordesc<bf16[{box[0]}, {box[1]}]>" if tma else "constexpr"
     constexprs = dict(A_TRANS=False, B_TRANS=b_trans, BIAS_KIND=0, DOT_PRECISION="tf32", SPLIT_K=4,
-                      B_TMA=tma, VECTOR=1, BLOCK_M=block_m, BLOCK_N=block_n, **config.kwargs)
+                      B_TMA=tma, BLOCK_M=block_m, BLOCK_N=block_n, **config.kwargs)
     if not tma:
         constexprs["b_desc"] = None
     # Unit strides reach the compiler as constants on the GPU (Triton's launcher specializes them).
