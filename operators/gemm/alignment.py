@@ -33,15 +33,6 @@ import torch
 TMA_ALIGN_BYTES = 16
 
 
-def vector_elements(tensors: tuple[torch.Tensor, ...], promised: tuple[int, ...]) -> int:
-    """The elements in 16 bytes when every value in ``promised`` (the sizes and strides a pointer
-    kernel tells Triton are multiples of it) is a multiple of that many and the tensors' base
-    addresses are 16-byte aligned, else 1."""
-    step = TMA_ALIGN_BYTES // tensors[0].element_size()
-    aligned = all(t.data_ptr() % TMA_ALIGN_BYTES == 0 for t in tensors)
-    return step if aligned and all(v % step == 0 for v in promised) else 1
-
-
 def padded_pitch(cols: int, element_size: int, pitch_bytes: int = TMA_ALIGN_BYTES) -> int:
     """The smallest row pitch, in elements, of at least ``cols`` elements and a multiple of
     ``pitch_bytes`` (16: TMA's alignment)."""

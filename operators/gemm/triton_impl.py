@@ -42,7 +42,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from operators.gemm.alignment import aligned_operand, output_buffer, vector_elements
+from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.strategy import sm_count
@@ -62,6 +62,9 @@ from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
 from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
+
+VECTOR_BYTES = 16
+"""The widest load or store of one thread: 16-byte vectors (``cp.async`` of 16 bytes)."""
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -179,7 +182,7 @@ def _promised_multiple(x, VECTOR: tl.constexpr):
 
 @triton.autotune(
     configs=INTERPRETER_POINTER_CONFIGS if INTERPRETED else POINTER_CONFIGS,
-    key=TUNING_KEY,
+    key=[*TUNING_KEY, "VECTOR"],
     prune_configs_by={"early_config_prune": prune_pointer},
     do_bench=flushed_bench,
 )
@@ -198,8 +201,8 @@ def _matmul_pointer_kernel(
     Unit strides reach the compiler as constants (Triton specializes integer arguments equal to
     1; ``A_TRANS``/``B_TRANS`` say which they are).  ``VECTOR``: each operand's contiguous size
     and other stride, and the output's N and row pitch, are multiples of it
-    (:func:`pointer_promises`), so loads and stores move 16-byte vectors where Triton's own
-    specialization (multiples of 16) finds none, as at N = 5000.
+    (:func:`pointer_promises`, :func:`vector_elements`), so loads and stores move 16-byte vectors
+    where Triton's own specialization (multiples of 16) finds none, as at N = 5000.
     """
     if A_TRANS:
         M, stride_ak = _promised_multiple(M, VECTOR), _promised_multiple(stride_ak, VECTOR)
@@ -331,7 +334,7 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
              c_desc=_descriptor(out, False), bias_ptr=bias_arg, **common)
     else:
         _run(_matmul_pointer_kernel, grid, config, a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg,
-             VECTOR=vector_elements((a, b, out), pointer_promises(a, b, out, a_trans, b_trans)),
+             VECTOR=vector_elements(a.element_size(), pointer_promises(a, b, out, a_trans, b_trans)),
              stride_am=a.stride(0), stride_ak=a.stride(1), stride_bk=b.stride(0),
              stride_bn=b.stride(1), stride_cm=out.stride(0), stride_cn=out.stride(1), **common)
 
@@ -346,6 +349,15 @@ def pointer_promises(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, a_tran
     a_values = (m, a.stride(1)) if a_trans else (k, a.stride(0))
     b_values = (k, b.stride(1)) if b_trans else (n, b.stride(0))
     return (*a_values, *b_values, n, out.stride(0))
+
+
+def vector_elements(element_size: int, promised: tuple[int, ...]) -> int:
+    """The pointer kernel's ``VECTOR``: the elements in 16 bytes when every ``promised`` value
+    (:func:`pointer_promises`) is a multiple of that many, else 1.  Base addresses need no check:
+    Triton takes a pointer argument as 16-byte aligned only when it is, and vectorizes by the
+    lesser of its and the offsets' alignment."""
+    step = VECTOR_BYTES // element_size
+    return step if all(value % step == 0 for value in promised) else 1
 
 
 def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **args) -> None:

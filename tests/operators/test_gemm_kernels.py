@@ -265,35 +265,47 @@ def test_triton_pointer_kernel_runs_a_given_config_and_reports_the_autotuned_pic
         triton_impl.fused_matmul(a, b, config=triton_configs.INTERPRETER_TMA_CONFIGS[0])
 
 
-def test_vector_elements_promises_16_bytes_only_where_every_promised_size_and_stride_allows():
-    bf16 = torch.bfloat16
-    a, b = torch.empty(24, 8, dtype=bf16), torch.empty(8, 40, dtype=bf16)
-    out = torch.empty(24, 40, dtype=bf16)
+def test_the_pointer_kernel_promises_16_byte_vectors_only_where_every_promised_value_allows():
+    a, b, out = torch.empty(24, 16)[:, :8], torch.empty(8, 40), torch.empty(24, 48)[:, :40]
     promised = triton_impl.pointer_promises(a, b, out, a_trans=False, b_trans=False)
-    assert promised == (8, 8, 40, 40, 40, 40)  # K, A's row stride; N, B's row stride; N, out's
-    assert alignment.vector_elements((a, b, out), promised) == 8
-    assert alignment.vector_elements((a.float(), b.float(), out.float()), promised) == 4
-    assert alignment.vector_elements((a, b, out), (*promised, 44)) == 1  # 44 is not a multiple of 8
-    shifted = torch.empty(24 * 8 + 1, dtype=bf16)[1:].view(24, 8)  # base 2 bytes off
-    assert alignment.vector_elements((shifted, b, out), promised) == 1
-    column_major = torch.empty(8, 24, dtype=bf16).T  # (24, 8): M and its column stride
-    column_major_b = b.T.contiguous().T
-    assert triton_impl.pointer_promises(column_major, column_major_b, out, True, True)[:4] == (24, 24, 8, 8)
-    one_row = torch.empty(8, 1, dtype=bf16).T  # (1, 8), strides (1, 1): a unit stride is never promised
-    one_row_promised = triton_impl.pointer_promises(one_row, b, out[:1], False, False)
-    assert alignment.vector_elements((one_row, b, out), one_row_promised) == 1
+    assert promised == (8, 16, 40, 40, 40, 48)  # K and A's row stride, N and B's, N and out's
+    assert triton_impl.vector_elements(2, promised) == 8  # bf16, fp16
+    assert triton_impl.vector_elements(4, promised) == 4  # fp32
+    assert triton_impl.vector_elements(2, (*promised, 44)) == 1  # 44 is not a multiple of 8
+    a_t, b_t = torch.empty(8, 24).T, torch.empty(40, 12)[:, :8].T  # (24, 8) and (8, 40), column-major
+    assert triton_impl.pointer_promises(a_t, b_t, out, a_trans=True, b_trans=True)[:4] == (24, 24, 8, 12)
+    # A (1, 8) view with strides (1, 1): its row stride, the constant 1 to Triton, is promised,
+    # so no vector is (rewritten, it would become 0).
+    one_row = torch.empty(8, 1).T
+    one_row_promised = triton_impl.pointer_promises(one_row, b, out[:1], a_trans=False, b_trans=False)
+    assert triton_impl.vector_elements(2, one_row_promised) == 1
+
+
+PITCHES = {"tight": lambda size: size, "to 16": lambda size: -(-size // 16) * 16,
+           "plus 4": lambda size: size + 4}
+"""An operand's row pitch from its contiguous size: equal, rounded up to 16 elements (a multiple
+of every VECTOR, whatever the size), or 4 more (not a multiple of 8, whatever the size)."""
+
+
+def _operand(rows: int, cols: int, transposed: bool, pitch: str, dtype: torch.dtype) -> torch.Tensor:
+    """A (rows, cols) operand, row-major or a transposed view, with a row pitch of :data:`PITCHES`."""
+    if transposed:
+        return randn(cols, PITCHES[pitch](rows), dtype=dtype, grad=False)[:, :rows].T
+    return randn(rows, PITCHES[pitch](cols), dtype=dtype, grad=False)[:, :cols]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-@pytest.mark.parametrize(("m", "n", "k"), [(40, 24, 8), (24, 56, 40), (40, 24, 9)])
-def test_triton_pointer_kernel_matches_float64_with_and_without_vector_promises(dtype, m: int, n: int,
-                                                                               k: int):
-    # Under the interpreter the promise is arithmetic (x // VECTOR * VECTOR): one the host made
-    # of a size that is not a multiple would cut the problem and fail the check.
+@pytest.mark.parametrize(("m", "n", "k"), [(40, 24, 8), (24, 56, 40), (40, 24, 9), (41, 24, 8)])
+@pytest.mark.parametrize("a_pitch", PITCHES)
+@pytest.mark.parametrize("b_pitch", PITCHES)
+def test_triton_pointer_kernel_matches_float64_with_and_without_vector_promises(dtype, m: int, n: int, k: int,
+                                                                               a_pitch: str, b_pitch: str):
+    # Under the interpreter the promise is arithmetic (x // VECTOR * VECTOR): a promise the host
+    # made of a size or a stride that is not a multiple (K = 9 at a pitch of 16, a pitch of 12
+    # for K = 8, M = 41) would cut the problem and fail the check.
     for a_trans in (False, True):
         for b_trans in (False, True):
-            a = randn(k, m, dtype=dtype).T if a_trans else randn(m, k, dtype=dtype)
-            b = randn(n, k, dtype=dtype).T if b_trans else randn(k, n, dtype=dtype)
+            a, b = _operand(m, k, a_trans, a_pitch, dtype), _operand(k, n, b_trans, b_pitch, dtype)
             out = alignment.output_buffer(m, n, dtype, a.device)
             triton_impl.tiled_matmul(a, b, out, triton_configs.NO_BIAS, None, 1.0, 0.0, "tf32",
                                      triton_dispatch.Kernel.POINTER)

@@ -17,6 +17,8 @@ variant is checked against float64 (:class:`~operators.gemm.probes.common.Varian
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import helion
 import torch
 
@@ -35,7 +37,7 @@ SHAPES = ("3000,5000,7000", "3000,7000,5000,t", "7000,5000,3000,ta", "1000,1000,
 the reference forward (how far the pointer kernel trails TMA where TMA reads at full speed)."""
 
 
-def helion_pointer_call(x: torch.Tensor, y: torch.Tensor):
+def helion_pointer_call(x: torch.Tensor, y: torch.Tensor) -> Callable[[], torch.Tensor] | None:
     """Helion's tiled kernel on the config stored for ``x @ y``'s bucket, pointer-indexed, as a
     kernel object of its own (the shared one keeps the config its first call set); None when
     that bucket holds no config."""
