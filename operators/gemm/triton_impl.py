@@ -342,7 +342,7 @@ def tiled_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kind: int,
 def pointer_promises(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, a_trans: bool,
                      b_trans: bool) -> tuple[int, ...]:
     """The sizes and strides of ``out = a @ b`` that ``_matmul_pointer_kernel`` promises Triton
-    are multiples of its ``VECTOR`` (for :func:`~operators.gemm.alignment.vector_elements`):
+    are multiples of its ``VECTOR`` (for :func:`vector_elements`):
     each operand's contiguous size and other stride (``a_trans``/``b_trans``: column-major),
     the output's N and row pitch."""
     (m, k), n = a.shape, b.shape[1]

@@ -1,12 +1,13 @@
 """Without a GPU: the Triton tiled pointer kernel compiled for sm_90 in bf16 moves 16-byte
 vectors (every load a 16-byte ``cp.async``, every store a 16-byte ``st.global``) when its
-``VECTOR`` argument is 8, for shapes whose sizes and pitches Triton itself does not take to be multiples of 16
-(8192x8x8192's dX, 3000x5000x7000's forward and dW), and one element at a time when it is 1.
+``VECTOR`` argument is 8, for shapes whose sizes and pitches Triton itself does not take to be
+multiples of 16 (8192x8x8192's dX, 3000x5000x7000's forward and dW), and one element at a time
+when it is 1.
 Guards the promise against being dropped, as a ``tl.multiple_of`` hint on a kernel argument is.
 
-Run in a process of its own by ``tests/operators/test_gemm_kernels.py`` (the test session has
-set Triton up for its CPU interpreter); prints each case's memory instructions and exits 1 when
-one loads or stores otherwise than expected.
+Run in a process of its own by ``tests/operators/test_gemm_pointer_vectors.py`` (the test
+session has set Triton up for its CPU interpreter); prints each case's memory instructions and
+exits 1 when one loads or stores otherwise than expected.
 """
 
 from __future__ import annotations
