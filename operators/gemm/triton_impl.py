@@ -211,7 +211,7 @@ def _matmul_pointer_kernel(
     if B_TRANS:
         K, stride_bn = _promised_multiple(K, VECTOR), _promised_multiple(stride_bn, VECTOR)
     else:
-        N, stride_bk = _promised_multiple(N, VECTOR), _promised_multiple(stride_bk, VECTOR)
+        stride_bk = _promised_multiple(stride_bk, VECTOR)
     N, stride_cm = _promised_multiple(N, VECTOR), _promised_multiple(stride_cm, VECTOR)
     pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N),
                                GROUP_M)
