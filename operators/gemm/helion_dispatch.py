@@ -88,10 +88,11 @@ gemm NOTES: prediction 48)."""
 ROUTES: dict[Regime, Route] = {
     Regime.TILED: Route(
         short_k_size="outer",
-        reason="matmul_kernel on its small/large bucket configs (gemm NOTES: second round); K of 16 "
-               "or less on the outer bucket's, pointer loads (gemm NOTES: prediction 48)"),
+        reason="matmul_kernel on its small/medium/large bucket configs (gemm NOTES: second round, "
+               "prediction 52); K of 16 or less on the outer bucket's, pointer loads (gemm NOTES: "
+               "prediction 48)"),
     Regime.SPLIT_K: Route(
-        tile=(128, 128), part_step=64, whole_k_tile=64, whole_k_size="wide",
+        size="large", tile=(128, 128), part_step=64, whole_k_tile=64, whole_k_size="wide",
         reason="128x128 tiles, K cut until the programs fill 90% of their waves (addmm's dW 1536x512, "
                "K=20120: 48 tiles x 5 parts of 4032 = 240 programs on 132 SMs); unless 64x64 tiles "
                "fill one wave unsplit, on the wide bucket (128x4096x4096; gemm NOTES: prediction 41)"),

@@ -28,7 +28,8 @@ of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) or a split-K kernel
 * size: ``skinny`` in the skinny regime (``decode`` there for an unsplit problem with M below
   the skinny tile's 16 rows), ``wide`` for a split-K problem whose 64x64 tiles fill one wave
   unsplit (128x4096x4096), ``outer`` for a tiled one of K at most 16 (the dX of 8192x8x8192,
-  the dW of 16x4096x4096), else ``small`` when the largest of M, N, K is below 2048, else ``large``;
+  the dW of 16x4096x4096), else by the largest of M, N, K: ``small`` below 2048, ``medium``
+  below 4096, else ``large`` (the split-K pair's are ``large`` at any size);
 * layout: one letter per operand, ``n`` for row-major, ``t`` for column-major (a transposed
   view).  The forward pass is ``nn``; ``grad @ y.T`` is ``nt``; ``x.T @ grad`` is ``tn``; a
   transposed skinny forward ``tt``.  ``split_k_reduce`` reads its workspace row-major: its
@@ -66,10 +67,12 @@ from operators.gemm.strategy import sm_count
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
-SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "large": 3.0, "outer": 4.0}
+MEDIUM_LIMIT = 4096
+SIZE_PLACES = {"decode": 0.0, "skinny": 1.0, "small": 2.0, "wide": 2.25, "medium": 2.75, "large": 3.0,
+               "outer": 4.0}
 """Where each size part of a bucket lies, smallest first; a missing bucket takes the nearest stored
 size, then one of the same layout: decode takes skinny, skinny small, wide (one wave of 64x64
-tiles) small, small or large takes wide, and outer (K of 16 or less) large."""
+tiles) small, small wide, medium large, large medium, and outer (K of 16 or less) large."""
 POINTER_SIZES = ("decode", "skinny", "outer")
 """The sizes whose configs are pointer-indexed (no bias tile staged): the skinny route's buckets
 and the tiled route's outer one."""
@@ -134,9 +137,11 @@ def _layout_letter(t: torch.Tensor) -> str:
 
 
 def bucket(x: torch.Tensor, y: torch.Tensor, size: str | None = None) -> str:
-    """The config bucket of ``x @ y``: ``size`` (the regime's, e.g. ``skinny``), else ``small`` or
-    ``large`` by the largest dim; then the layout."""
-    size = size or ("small" if max(*x.shape, y.shape[1]) < SMALL_LIMIT else "large")
+    """The config bucket of ``x @ y``: ``size`` (the regime's, e.g. ``skinny``), else ``small``,
+    ``medium`` or ``large`` by the largest dim; then the layout."""
+    if size is None:
+        largest = max(*x.shape, y.shape[1])
+        size = "small" if largest < SMALL_LIMIT else "medium" if largest < MEDIUM_LIMIT else "large"
     return f"{size}|{_layout_letter(x)}{_layout_letter(y)}"
 
 

@@ -2,10 +2,10 @@
 
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
-of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, large, wide, outer,
-skinny and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in the large and
-skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``, ``row_sum_finish``) in the
-small and large ones.  Skinny and split-K candidates keep their route's output tile
+of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, medium, large, wide,
+outer, skinny and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in
+the large and skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``,
+``row_sum_finish``) in the small and large ones.  Skinny and split-K candidates keep their route's output tile
 (:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
 that divides the route's part step, and pointer indexing.
 """
@@ -37,8 +37,9 @@ _KERNELS = {**SPLIT_K_KERNELS, **ROW_SUM_KERNELS}
 """The kernels named otherwise than by their epilogue (which run ``matmul_kernel``)."""
 _ROW_SUM_SHAPES = {"small": (1024, 1024), "large": (20120, 512)}
 """(M, N) of the gradient each row-sum bucket is tuned on: 1024^3's, and addmm's reference shape's."""
-_SHAPES = {"small": (1024, 1024, 1024), "large": (4096, 4096, 4096), "skinny": (16, 4096, 4096),
-           "decode": (1, 4096, 4096), "wide": (128, 4096, 4096), "outer": (8192, 8192, 8)}
+_SHAPES = {"small": (1024, 1024, 1024), "medium": (2048, 2048, 2048), "large": (4096, 4096, 4096),
+           "skinny": (16, 4096, 4096), "decode": (1, 4096, 4096), "wide": (128, 4096, 4096),
+           "outer": (8192, 8192, 8)}
 """(M, N, K) each bucket size is tuned on, for the tiled kernel."""
 _SPLIT_K_SHAPES = {"large|tn": (1536, 512, 20120), "large": (256, 1024, 8192), "skinny": (1, 1024, 4096)}
 """(M, N, K) the split-K kernels are tuned on: addmm's dW at its reference shape (``x.T @ grad``),
@@ -199,7 +200,10 @@ def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:
         return list(_SMALL_CANDIDATES)
     if size == "wide":
         return list(_WIDE_CANDIDATES)
-    return _LARGE_CANDIDATES + (_LARGE_FULL_BIAS_EXTRA if kernel_name == "addmm_2d" else [])
+    large = _LARGE_CANDIDATES + (_LARGE_FULL_BIAS_EXTRA if kernel_name == "addmm_2d" else [])
+    if size == "medium":
+        return large + [config for config in _SMALL_CANDIDATES if config not in large]
+    return large
 
 
 def _operand(rows: int, cols: int, transposed: bool, dtype: torch.dtype,
@@ -259,8 +263,9 @@ def _split_plan(m: int, n: int, k: int) -> Plan:
 
 
 SLOTS = [
-    *(("matmul", f"{size}|{layout}") for size in ("small", "large") for layout in ("nn", "nt", "tn")),
-    *((name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in ("small", "large")),
+    *(("matmul", f"{size}|{layout}") for size in ("small", "medium", "large")
+      for layout in ("nn", "nt", "tn")),
+    *((name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in ("small", "medium", "large")),
     *(("matmul", f"skinny|{layout}") for layout in ("nn", "nt", "tn", "tt")),
     *(("matmul", f"decode|{layout}") for layout in ("nn", "nt")),
     *(("matmul", f"wide|{layout}") for layout in ("nn", "nt")),

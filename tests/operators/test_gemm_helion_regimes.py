@@ -60,7 +60,7 @@ def test_reference_addmm_backward_splits_only_the_long_k_weight_gradient(m: int,
     assert h200_plan(m, n, k) == _tiled(k=k)
     assert h200_plan(m, k, n) == _tiled(k=n)  # grad_mat1 = grad @ mat2.T: (M, K), 512 deep
     # mat1.T @ grad: 48 tiles x 5 parts = 240 programs on 132 SMs, parts in whole 64-deep k-blocks
-    assert h200_plan(k, n, m) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 5, part_k)
+    assert h200_plan(k, n, m) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, "large", 5, part_k)
 
 
 @pytest.mark.parametrize("m", [16, 33, 64])
@@ -85,7 +85,7 @@ def test_skinny_problems_with_few_column_blocks_split_k():
 def test_a_short_wide_problem_whose_64x64_tiles_fill_a_wave_runs_tiled_on_the_wide_bucket():
     # 128 tiles of 64x64 on 132 SMs (97%); its 32 tiles of 128x128 would take 4 parts of K.
     assert h200_plan(128, 4096, 4096) == _tiled("wide", k=4096)
-    assert h200_plan(256, 1024, 8192) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, None, 8, 1024)
+    assert h200_plan(256, 1024, 8192) == Plan(Regime.SPLIT_K, Kernel.SPLIT_K, "large", 8, 1024)
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 14336, 4096), (3000, 5000, 7000),
@@ -135,7 +135,7 @@ def test_the_default_sweeps_matmuls_take_the_routes_in_the_notes():
     assert all(route(*s) == route(s[0], s[2], s[1]) == route(s[2], s[1], s[0]) == tiled for s in others)
 
 
-@pytest.mark.parametrize("size", ["skinny", "decode", "small", "large", "wide", "outer"])
+@pytest.mark.parametrize("size", ["skinny", "decode", "small", "medium", "large", "wide", "outer"])
 def test_each_tiled_bucket_is_tuned_on_a_shape_that_takes_it(size: str):
     # The skinny configs are timed at M = 16 and the decode ones at M = 1, each in its own bucket.
     m, n, k = helion_tuning._shape("matmul", f"{size}|nn")
