@@ -39,10 +39,12 @@ def torch_summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
 def bias_gradient(grad: torch.Tensor, bias_shape: torch.Size, beta: float,
                   summed_rows: SummedRows) -> torch.Tensor:
     """The gradient of ``beta * bias`` broadcast to ``grad``'s shape: ``summed_rows`` for a row
-    vector ``(N,)``, else ``beta * grad`` summed to ``bias_shape``."""
+    vector ``(N,)``, else ``beta * grad`` summed to ``bias_shape``: for a full bias and ``beta``
+    of 1, ``grad`` itself, no copy (as torch's addmm backward)."""
     if len(bias_shape) == 1:
         return summed_rows(grad, beta)
-    return grad.sum_to_size(bias_shape) * beta
+    summed = grad.sum_to_size(bias_shape)
+    return summed if beta == 1 else summed * beta
 
 
 class MatmulFunction(torch.autograd.Function):

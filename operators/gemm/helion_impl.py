@@ -78,6 +78,15 @@ POINTER_SIZES = ("decode", "skinny", "outer")
 and the tiled route's outer one."""
 POINTER = {"indexing": "pointer"}
 """The config fields of a pointer-indexed call."""
+DESCRIPTOR = {"indexing": "tensor_descriptor"}
+"""The config fields of a tiled GPU call with a size that is not a whole number of 16-byte vectors,
+whose masked pointer loads would go one element at a time (gemm NOTES: 53)."""
+VECTOR_BYTES = 16
+
+
+def _whole_vectors(m: int, n: int, k: int, element_size: int) -> bool:
+    """Whether M, N and K are each a whole number of 16-byte vectors of the elements."""
+    return all(size * element_size % VECTOR_BYTES == 0 for size in (m, n, k))
 
 
 def scaled(acc: torch.Tensor, tile: tuple, bias: torch.Tensor | None, beta: float) -> torch.Tensor:
@@ -184,6 +193,8 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
         if bias is not None:
             bias, name = bias.expand(m, n).mT, "addmm_2d"
     fixed = POINTER if chosen.pointer else None
+    if fixed is None and x.is_cuda and not _whole_vectors(m, n, k, x.element_size()):
+        fixed = DESCRIPTOR
     if chosen.kernel is Kernel.TILED:
         keys = config_keys(name, x.dtype, bucket(x, y, chosen.size))
         call_with_stored_config(matmul_kernel, CONFIG_STORE, keys, x, y, float(alpha), float(beta), bias,

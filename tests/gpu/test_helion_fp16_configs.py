@@ -23,8 +23,9 @@ def test_fp16_gemm_runs_the_bf16_configs_of_its_bucket(shape: tuple[int, int, in
         out = helion_impl.fused_matmul(a, b, bias, alpha=1.0, beta=1.0)
     rtol, atol = matmul_tolerance("cuda", torch.float16, 2 * typical_magnitude(*shape))
     torch.testing.assert_close(out.double(), a.double() @ b.double() + bias.double(), rtol=rtol, atol=atol)
-    assert notes, "fp16 found a config of its own"
-    for note in notes:  # "helion config: <bf16 key>, the bfloat16 config (...), for <own key>"
+    borrowed_notes = [note for note in notes if "fixed by the call" not in note]  # K = 3001: TMA loads
+    assert borrowed_notes, "fp16 found a config of its own"
+    for note in borrowed_notes:  # "helion config: <bf16 key>, the bfloat16 config (...), for <own key>"
         borrowed, _, own = note.removeprefix("helion config: ").partition(
             ", the bfloat16 config (the same element size), for ")
         assert own, note

@@ -133,3 +133,14 @@ def test_run_py_end_to_end(tmp_path) -> None:
     accuracy = cli_accuracy(tmp_path / "gemm.json", "--op", "gemm", "--mode", "fwd_bwd",
                             "--shape", "20,12,9", "--only", "eager,triton")
     assert accuracy == {"eager": 1.0, "triton": 1.0}
+
+
+@pytest.mark.parametrize(("bias_shape", "beta"), [((6, 5), 1.0), ((6, 5), 0.5), ((6, 1), 1.0), ((1, 5), 2.0)])
+def test_the_bias_gradient_is_beta_times_grad_summed_to_the_bias_and_grad_itself_at_beta_one(
+        bias_shape: tuple[int, int], beta: float) -> None:
+    from operators.gemm.autograd import bias_gradient, torch_summed_rows
+
+    grad = torch.randn(6, 5, dtype=torch.float64)
+    got = bias_gradient(grad, torch.Size(bias_shape), beta, torch_summed_rows)
+    torch.testing.assert_close(got, beta * grad.sum_to_size(bias_shape), rtol=0, atol=0)
+    assert (got is grad) == (bias_shape == (6, 5) and beta == 1.0)  # no copy, as torch's addmm

@@ -1,0 +1,28 @@
+"""On a GPU: a tiled Helion gemm whose M, N or K is not a whole number of 16-byte vectors loads by
+tensor descriptor, whatever its bucket's stored config says, and its cell says so; against
+float64 (gemm NOTES: 53)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness.notes import collecting
+from operators.gemm import helion_impl
+from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
+
+FIXED = "indexing='tensor_descriptor' fixed by the call over "
+
+
+@pytest.mark.parametrize("shape", [(1000, 999, 1001), (3000, 2500, 2100), (2048, 2048, 2048),
+                                   (1000, 1000, 1000)], ids=lambda s: "x".join(map(str, s)))
+def test_sizes_of_part_vectors_load_by_tensor_descriptor(shape: tuple[int, int, int]) -> None:
+    a, b = operands(*shape, "cuda", torch.bfloat16)
+    notes: list[str] = []
+    with collecting(notes):
+        out = helion_impl.fused_matmul(a, b)
+    rtol, atol = matmul_tolerance("cuda", torch.bfloat16, typical_magnitude(*shape))
+    torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=rtol, atol=atol)
+    # The stored small and medium configs load by pointer, so a size of part vectors overrides them.
+    whole_vectors = all(size % 8 == 0 for size in shape)
+    assert any(FIXED in note for note in notes) != whole_vectors, notes
