@@ -42,7 +42,8 @@ config past the H200's 227 KiB a block: it runs on configs of its own only (the 
 ``results/h200/gemm/NOTES.md``), except in the skinny, decode and outer buckets, whose
 pointer-indexed configs stage no bias tile.  A call whose bucket is not stored takes the nearest stored one
 (:func:`bucket_place`), fp16 on the GPU bf16's (:mod:`harness.tuning.choice`); skinny and outer
-calls run pointer-indexed whatever config they get.
+calls run pointer-indexed whatever config they get, and on the GPU a tiled call with a contiguous
+side that is not a whole number of 16-byte vectors by tensor descriptor (:func:`fixed_indexing`).
 :mod:`operators.gemm.helion_ops` wraps :func:`fused_matmul` as custom ops.
 """
 
@@ -79,14 +80,9 @@ and the tiled route's outer one."""
 POINTER = {"indexing": "pointer"}
 """The config fields of a pointer-indexed call."""
 DESCRIPTOR = {"indexing": "tensor_descriptor"}
-"""The config fields of a tiled GPU call with a size that is not a whole number of 16-byte vectors,
-whose masked pointer loads would go one element at a time (gemm NOTES: 53)."""
+"""The config fields of a tiled GPU call whose masked pointer loads or stores would go one element
+at a time (gemm NOTES: 53)."""
 VECTOR_BYTES = 16
-
-
-def _whole_vectors(m: int, n: int, k: int, element_size: int) -> bool:
-    """Whether M, N and K are each a whole number of 16-byte vectors of the elements."""
-    return all(size * element_size % VECTOR_BYTES == 0 for size in (m, n, k))
 
 
 def scaled(acc: torch.Tensor, tile: tuple, bias: torch.Tensor | None, beta: float) -> torch.Tensor:
@@ -174,10 +170,29 @@ def config_keys(name: str, dtype: torch.dtype, bucket_name: str) -> tuple[str, .
     return (own, config_key("matmul", dtype, bucket_name)) if shares else (own,)
 
 
+def _row_extent(t: torch.Tensor) -> int:
+    """The length of ``t``'s contiguous side: its columns row-major, its rows column-major."""
+    return t.shape[1] if t.stride(1) == 1 else t.shape[0]
+
+
+def fixed_indexing(chosen: Plan, x: torch.Tensor, y: torch.Tensor, gpu: bool) -> dict[str, str] | None:
+    """The config fields the tiled kernel's call on ``x @ y`` fixes over its stored config: pointer
+    loads on a pointer route; on the ``gpu``, tensor-descriptor loads where a contiguous side (x's, y's,
+    or the output's N) is not a whole number of 16-byte vectors, which a pointer config would
+    load or store one element at a time under its edge mask; else none."""
+    if chosen.pointer:
+        return POINTER
+    sides = (_row_extent(x), _row_extent(y), y.shape[1])
+    if gpu and any(side * x.element_size() % VECTOR_BYTES for side in sides):
+        return DESCRIPTOR
+    return None
+
+
 def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float = 0.0,
             bias: torch.Tensor | None = None) -> torch.Tensor:
     """Run ``x @ y`` with epilogue ``name`` as :func:`~operators.gemm.helion_dispatch.plan` says,
-    each kernel on its stored config; ``bias`` is None, (N,) or (M, N)."""
+    each kernel on its stored config (its indexing as :func:`fixed_indexing` fixes it); ``bias`` is
+    None, (N,) or (M, N)."""
     (m, k), n = x.shape, y.shape[1]
     if m == 1 and n == 1:  # Helion 1.5.0 generates no 1x1 product (gemm NOTES, "1x1 products"): two rows
         two_rows = torch.nn.functional.pad(x, (0, 0, 0, 1))
@@ -192,13 +207,10 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
         x, y, target = y.mT, x.mT, out.mT
         if bias is not None:
             bias, name = bias.expand(m, n).mT, "addmm_2d"
-    fixed = POINTER if chosen.pointer else None
-    if fixed is None and x.is_cuda and not _whole_vectors(m, n, k, x.element_size()):
-        fixed = DESCRIPTOR
     if chosen.kernel is Kernel.TILED:
         keys = config_keys(name, x.dtype, bucket(x, y, chosen.size))
         call_with_stored_config(matmul_kernel, CONFIG_STORE, keys, x, y, float(alpha), float(beta), bias,
-                                target, EPILOGUES[name], fixed=fixed)
+                                target, EPILOGUES[name], fixed=fixed_indexing(chosen, x, y, x.is_cuda))
     else:
         _split_k(name, x, y, float(alpha), float(beta), bias, target, chosen)
     return out
@@ -239,8 +251,8 @@ def _addmm_forward(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, a
 
 
 def row_sum_size(m: int, n: int) -> str:
-    """The bucket of the row sum of an (M, N) gradient: its size alone, ``small`` or ``large`` as
-    the gemm buckets' (:func:`bucket`)."""
+    """The bucket of the row sum of an (M, N) gradient: its size alone, ``small`` below
+    :data:`SMALL_LIMIT` in both dims, else ``large``."""
     return "small" if max(m, n) < SMALL_LIMIT else "large"
 
 

@@ -2,8 +2,8 @@
 
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
-of the tiled kernel (``matmul``, ``addmm_1d``, ``addmm_2d``) in the small, medium, large, wide,
-outer, skinny and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in
+of the tiled kernel (``matmul``, ``addmm_2d``; ``addmm_1d`` runs matmul's) in the small, medium,
+large, wide, outer, skinny and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in
 the large and skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``,
 ``row_sum_finish``) in the small and large ones.  Skinny and split-K candidates keep their route's output tile
 (:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
@@ -265,11 +265,11 @@ def _split_plan(m: int, n: int, k: int) -> Plan:
 SLOTS = [
     *(("matmul", f"{size}|{layout}") for size in ("small", "medium", "large")
       for layout in ("nn", "nt", "tn")),
-    *((name, f"{size}|nn") for name in ("addmm_1d", "addmm_2d") for size in ("small", "medium", "large")),
+    *(("addmm_2d", f"{size}|nn") for size in ("small", "medium", "large")),
     *(("matmul", f"skinny|{layout}") for layout in ("nn", "nt", "tn", "tt")),
     *(("matmul", f"decode|{layout}") for layout in ("nn", "nt")),
     *(("matmul", f"wide|{layout}") for layout in ("nn", "nt")),
-    *((name, "wide|nn") for name in ("addmm_1d", "addmm_2d")),
+    ("addmm_2d", "wide|nn"),
     *(("matmul", f"outer|{layout}") for layout in ("nt", "tn")),
     *(("matmul_split_k", f"large|{layout}") for layout in ("nn", "nt", "tn")),
     *(("matmul_split_k", f"skinny|{layout}") for layout in ("nn", "nt")),
@@ -280,12 +280,15 @@ SLOTS = [
 """Every stored-config slot of the gemm and addmm kernels, (kernel name, bucket).
 
 Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
-(``nt``, ``tn``; addmm's backward runs ``matmul`` too), both addmm kernels forward; skinny
+(``nt``, ``tn``; addmm's backward runs ``matmul`` too), and ``addmm_2d`` forward (``addmm_1d``
+has no slot: it runs matmul's config of its bucket, :func:`~operators.gemm.helion_impl.config_keys`;
+one stored ``addmm_1d`` config would be the nearest bucket of every other, ahead of matmul's own,
+:mod:`harness.tuning.choice`); skinny
 ``matmul`` in the four layouts of an M-skinny problem (``nn``, ``nt``) and of an N-skinny one
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
 the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; wide
-``matmul`` (an output of one wave of 64x64 tiles) forward and in ``grad @ y.T``, and both addmm
-kernels forward there; outer ``matmul`` (K of 16 or less) in ``grad @ y.T`` (the dX of
+``matmul`` (an output of one wave of 64x64 tiles) forward and in ``grad @ y.T``, and
+``addmm_2d`` forward there; outer ``matmul`` (K of 16 or less) in ``grad @ y.T`` (the dX of
 8192x8x8192) and ``x.T @ grad`` (the dW of 1x4096x4096 and 16x4096x4096), the sweep having
 no such forward; the split-K parts in the layouts of addmm's dW
 (``tn``) and of short problems too narrow for 64x64 tiles to fill the GPU (``nn``, ``nt``; e.g.

@@ -144,6 +144,43 @@ def test_each_tiled_bucket_is_tuned_on_a_shape_that_takes_it(size: str):
     assert chosen.kernel is Kernel.TILED and helion_impl.bucket(a, b, chosen.size) == f"{size}|nn"
 
 
+def _operand(rows: int, cols: int, dtype: torch.dtype, column_major: bool) -> torch.Tensor:
+    return torch.empty(cols, rows, dtype=dtype, device="meta").T if column_major else \
+        torch.empty(rows, cols, dtype=dtype, device="meta")
+
+
+@pytest.mark.parametrize(("shape", "layout", "dtype", "fixed"), [
+    ((2048, 2048, 2048), "nn", torch.bfloat16, None),
+    ((2049, 2048, 2048), "nn", torch.bfloat16, None),  # M is no contiguous side: rows mask whole vectors
+    ((2048, 2048, 2049), "nn", torch.bfloat16, helion_impl.DESCRIPTOR),  # x's rows
+    ((2048, 2049, 2048), "nn", torch.bfloat16, helion_impl.DESCRIPTOR),  # y's rows and the output's
+    ((2049, 2048, 2048), "tn", torch.bfloat16, helion_impl.DESCRIPTOR),  # x column-major: its M
+    ((2048, 2048, 2049), "tn", torch.bfloat16, None),
+    ((2048, 2048, 2049), "nt", torch.bfloat16, helion_impl.DESCRIPTOR),  # y column-major: its K
+    ((2048, 2049, 2048), "nt", torch.bfloat16, helion_impl.DESCRIPTOR),  # the output's rows alone
+    ((1004, 1004, 1004), "nn", torch.bfloat16, helion_impl.DESCRIPTOR),  # 2008 bytes
+    ((1004, 1004, 1004), "nn", torch.float32, None),  # 4016 bytes
+])
+def test_a_tiled_gpu_call_loads_by_tensor_descriptor_where_a_contiguous_side_is_part_of_a_vector(
+        shape: tuple[int, int, int], layout: str, dtype: torch.dtype, fixed: dict | None):
+    m, n, k = shape
+    x, y = _operand(m, k, dtype, layout[0] == "t"), _operand(k, n, dtype, layout[1] == "t")
+    assert helion_impl.fixed_indexing(_tiled(k=k), x, y, gpu=True) == fixed
+    assert helion_impl.fixed_indexing(_tiled(k=k), x, y, gpu=False) is None  # the interpreter's own
+
+
+def test_the_rule_fixes_tensor_descriptors_exactly_where_sm90_pointer_loads_go_one_element_at_a_time():
+    checked = run_compiling(Path(__file__).with_name("sm90") / "helion_indexing_sm90.py")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count(", fixed ") == 5
+
+
+def test_a_pointer_route_loads_by_pointer_whatever_its_sizes():
+    x, y = _operand(16, 4095, torch.bfloat16, False), _operand(4095, 4096, torch.bfloat16, False)
+    for gpu in (True, False):
+        assert helion_impl.fixed_indexing(_tiled("skinny", k=4095), x, y, gpu) == helion_impl.POINTER
+
+
 def test_every_regime_has_a_helion_route_with_a_reason():
     assert set(helion_dispatch.ROUTES) == set(Regime) == set(helion_dispatch.INTERPRETER_ROUTES)
     assert all(route.reason for route in helion_dispatch.ROUTES.values())

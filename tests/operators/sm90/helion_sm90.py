@@ -30,6 +30,11 @@ POINTER = {torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp3
 
 def shared_memory(kernel: Any, args: tuple, config: helion.Config) -> int:
     """Bytes of shared memory Helion ``kernel`` needs on sm_90 with ``config``, called on ``args``."""
+    return compiled(kernel, args, config).metadata.shared
+
+
+def compiled(kernel: Any, args: tuple, config: helion.Config) -> Any:
+    """Helion ``kernel`` with ``config``, called on ``args``, compiled by Triton for sm_90."""
     kernel.reset()  # a fresh bound kernel: generated code depends on earlier binds
     code = kernel.bind(args).to_triton_code(config)
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,9 +54,8 @@ def shared_memory(kernel: Any, args: tuple, config: helion.Config) -> int:
     aligned = {(index,): [["tt.divisibility", 16]] for index, param in enumerate(generated.params)
                if param.name in tensors}
     source = ASTSource(generated, signature, constexprs=constexprs, attrs=aligned)
-    compiled = triton.compile(source, target=SM90,
-                              options={"num_warps": config.num_warps, "num_stages": config.num_stages})
-    return compiled.metadata.shared
+    return triton.compile(source, target=SM90,
+                          options={"num_warps": config.num_warps, "num_stages": config.num_stages})
 
 
 def report(label: str, measure: Callable[[], int]) -> int | None:

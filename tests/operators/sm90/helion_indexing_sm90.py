@@ -1,0 +1,73 @@
+"""Without a GPU: which sides of a tiled Helion matmul break its pointer loads into single elements
+on sm_90, the reason for :func:`operators.gemm.helion_impl.fixed_indexing`'s rule (gemm NOTES: 53).
+
+The medium bucket's stored pointer config (bf16, 128x256x64), compiled for each case with the
+operands and output the host hands the kernel (16-byte pitches): an odd M under a row-major x
+keeps every load a 16-byte ``cp.async`` and every store 16 bytes, as 2048^3 does; an odd
+contiguous side (x's K, y's N, the output's N) gives one-element loads or stores.  Run in a
+process of its own by ``tests/operators/test_gemm_helion_regimes.py``; prints each case's memory
+instructions and exits 1 when one is vectorized otherwise than ``fixed_indexing`` assumes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import helion
+import torch
+
+from harness.tuning.configs import load_store
+from operators.gemm import helion_impl
+from operators.gemm.alignment import aligned_operand, output_buffer
+from operators.gemm.helion_dispatch import Kernel, Plan
+from operators.gemm.strategy import Regime
+from tests.operators.sm90.helion_sm90 import compiled
+
+CASES = [((2048, 2048, 2048), "nn"), ((2049, 2048, 2048), "nn"), ((2048, 2048, 2049), "tn"),
+         ((2048, 2048, 2049), "nn"), ((2048, 2049, 2048), "nn")]
+"""(M, N, K) and layout (``t``: a column-major operand); the rule fixes tensor descriptors for the
+last two alone."""
+
+
+def operand(rows: int, cols: int, column_major: bool) -> torch.Tensor:
+    """A bf16 (rows, cols) operand with a 16-byte pitch, as the host hands the tiled kernel."""
+    t = torch.empty(cols, rows, dtype=torch.bfloat16).T if column_major else \
+        torch.empty(rows, cols, dtype=torch.bfloat16)
+    return aligned_operand(t, transposed=column_major)
+
+
+def memory_ops(x: torch.Tensor, y: torch.Tensor, config: helion.Config) -> dict[str, list[str]]:
+    """The byte counts of ``x @ y``'s ``cp.async`` copies and its ``ld.global`` and ``st.global``
+    instructions, in its sm_90 PTX."""
+    out = output_buffer(x.shape[0], y.shape[1], torch.bfloat16, "cpu")
+    args = (x, y, 1.0, 0.0, None, out, helion_impl.scaled)
+    ptx = compiled(helion_impl.matmul_kernel, args, config).asm["ptx"]
+    copies = r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (0x[0-9a-f]+)"
+    return {"cp.async": re.findall(copies, ptx), "ld.global": re.findall(r"ld\.global[.a-z0-9]*", ptx),
+            "st.global": re.findall(r"st\.global[.a-z0-9]*", ptx)}
+
+
+def main() -> int:
+    key = helion_impl.config_key("matmul", torch.bfloat16, "medium|nn")
+    config = helion.Config(**load_store(helion_impl.CONFIG_PATH)[key])
+    if config.config["indexing"] != "pointer":
+        print(f"{key} no longer loads by pointer: pick another pointer config to check")
+        return 1
+    failed = False
+    for (m, n, k), layout in CASES:
+        x, y = operand(m, k, layout[0] == "t"), operand(k, n, layout[1] == "t")
+        ops = memory_ops(x, y, config)
+        vectors = (set(ops["cp.async"]) == {"0x10"} and not ops["ld.global"]
+                   and all(".v4" in op for op in ops["st.global"]))
+        fixed = helion_impl.fixed_indexing(Plan(Regime.TILED, Kernel.TILED, None, 1, k), x, y, gpu=True)
+        print(f"{m}x{n}x{k} {layout}: {({kind: sorted(set(found)) for kind, found in ops.items()})}, "
+              f"fixed {fixed}")
+        if vectors != (fixed is None):
+            print(f"{m}x{n}x{k} {layout}: {'16-byte' if vectors else 'one-element'} memory instructions")
+            failed = True
+    return int(failed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
