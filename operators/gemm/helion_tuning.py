@@ -3,11 +3,11 @@
 ``run.py tune --op gemm`` (or ``addmm``) times each slot's candidates on the GPU and stores
 the fastest correct one in :data:`operators.gemm.helion_impl.CONFIG_PATH`.  The slots are those
 of the tiled kernel (``matmul``, ``addmm_2d``; ``addmm_1d`` runs matmul's) in the small, medium,
-large, wide, outer, skinny and decode buckets, of the split-K pair (``matmul_split_k``, ``split_k_reduce``) in
-the large and skinny buckets, and of the row-bias gradient's pair (``row_sum_parts``,
-``row_sum_finish``) in the small and large ones.  Skinny and split-K candidates keep their route's output tile
-(:data:`operators.gemm.helion_dispatch.ROUTES`, which the K split is counted in), a BLOCK_K
-that divides the route's part step, and pointer indexing.
+large, wide, outer, skinny and decode buckets, of the split-K pair (``matmul_split_k``,
+``split_k_reduce``) in the large and skinny buckets, and of the row-bias gradient's pair
+(``row_sum_parts``, ``row_sum_finish``) in the small and large ones.  Skinny and split-K
+candidates keep their route's output tile (:data:`operators.gemm.helion_dispatch.ROUTES`, which
+the K split is counted in), a BLOCK_K that divides the route's part step, and pointer indexing.
 """
 
 from __future__ import annotations
@@ -281,9 +281,9 @@ SLOTS = [
 
 Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
 (``nt``, ``tn``; addmm's backward runs ``matmul`` too), and ``addmm_2d`` forward (``addmm_1d``
-has no slot: it runs matmul's config of its bucket, :func:`~operators.gemm.helion_impl.config_keys`;
-one stored ``addmm_1d`` config would be the nearest bucket of every other, ahead of matmul's own,
-:mod:`harness.tuning.choice`); skinny
+has no slot: it runs matmul's config of its bucket,
+:func:`~operators.gemm.helion_impl.config_keys`; one stored ``addmm_1d`` config would be the
+nearest bucket of every other, ahead of matmul's own, :mod:`harness.tuning.choice`); skinny
 ``matmul`` in the four layouts of an M-skinny problem (``nn``, ``nt``) and of an N-skinny one
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
 the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; wide
