@@ -175,14 +175,16 @@ def _row_extent(t: torch.Tensor) -> int:
     return t.shape[1] if t.stride(1) == 1 else t.shape[0]
 
 
-def fixed_indexing(chosen: Plan, x: torch.Tensor, y: torch.Tensor, gpu: bool) -> dict[str, str] | None:
-    """The config fields the tiled kernel's call on ``x @ y`` fixes over its stored config: pointer
-    loads on a pointer route; on the ``gpu``, tensor-descriptor loads where a contiguous side (x's, y's,
-    or the output's N) is not a whole number of 16-byte vectors, which a pointer config would
-    load or store one element at a time under its edge mask; else none."""
+def fixed_indexing(chosen: Plan, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor,
+                   gpu: bool) -> dict[str, str] | None:
+    """The config fields the tiled kernel's call ``out = x @ y`` fixes over its stored config:
+    pointer loads on a pointer route; on the ``gpu``, tensor-descriptor loads where the contiguous
+    side of x, y or ``out`` is not a whole number of 16-byte vectors, which a pointer config would
+    load or store one element at a time under its edge mask; else none.  A 2-D bias, read once a
+    tile in the epilogue, is not looked at."""
     if chosen.pointer:
         return POINTER
-    sides = (_row_extent(x), _row_extent(y), y.shape[1])
+    sides = (_row_extent(x), _row_extent(y), _row_extent(out))
     if gpu and any(side * x.element_size() % VECTOR_BYTES for side in sides):
         return DESCRIPTOR
     return None
@@ -209,8 +211,9 @@ def _launch(name: str, x: torch.Tensor, y: torch.Tensor, alpha: float, beta: flo
             bias, name = bias.expand(m, n).mT, "addmm_2d"
     if chosen.kernel is Kernel.TILED:
         keys = config_keys(name, x.dtype, bucket(x, y, chosen.size))
+        fixed = fixed_indexing(chosen, x, y, target, x.is_cuda)
         call_with_stored_config(matmul_kernel, CONFIG_STORE, keys, x, y, float(alpha), float(beta), bias,
-                                target, EPILOGUES[name], fixed=fixed_indexing(chosen, x, y, x.is_cuda))
+                                target, EPILOGUES[name], fixed=fixed)
     else:
         _split_k(name, x, y, float(alpha), float(beta), bias, target, chosen)
     return out

@@ -282,8 +282,9 @@ SLOTS = [
 Per size bucket: ``matmul`` in the forward layout (``nn``) and the two backward layouts
 (``nt``, ``tn``; addmm's backward runs ``matmul`` too), and ``addmm_2d`` forward (``addmm_1d``
 has no slot: it runs matmul's config of its bucket,
-:func:`~operators.gemm.helion_impl.config_keys`; one stored ``addmm_1d`` config would be the
-nearest bucket of every other, ahead of matmul's own, :mod:`harness.tuning.choice`); skinny
+:func:`~operators.gemm.helion_impl.config_keys`; where matmul has none of the call's bucket, a
+stored ``addmm_1d`` config of any bucket would come before matmul's nearest,
+:mod:`harness.tuning.choice`); skinny
 ``matmul`` in the four layouts of an M-skinny problem (``nn``, ``nt``) and of an N-skinny one
 computed transposed (``tt`` forward, ``tn`` for ``x.T @ grad``), and decode ``matmul`` (M below
 the skinny tile's 16 rows) in the two M-skinny layouts, which the addmm kernels share; wide

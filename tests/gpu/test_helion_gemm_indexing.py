@@ -15,7 +15,8 @@ FIXED = "indexing='tensor_descriptor' fixed by the call over "
 
 
 @pytest.mark.parametrize("shape", [(1000, 999, 1001), (3000, 2500, 2100), (2048, 2048, 2048),
-                                   (1000, 1000, 1000)], ids=lambda s: "x".join(map(str, s)))
+                                   (1000, 1000, 1000), (2049, 2048, 2048)],
+                         ids=lambda s: "x".join(map(str, s)))
 def test_sizes_of_part_vectors_load_by_tensor_descriptor(shape: tuple[int, int, int]) -> None:
     a, b = operands(*shape, "cuda", torch.bfloat16)
     notes: list[str] = []
@@ -23,6 +24,7 @@ def test_sizes_of_part_vectors_load_by_tensor_descriptor(shape: tuple[int, int, 
         out = helion_impl.fused_matmul(a, b)
     rtol, atol = matmul_tolerance("cuda", torch.bfloat16, typical_magnitude(*shape))
     torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=rtol, atol=atol)
-    # The stored small and medium configs load by pointer, so a size of part vectors overrides them.
+    # The stored small and medium configs load by pointer, so an odd K or N overrides them; M is
+    # no contiguous side of a row-major x.
     whole_vectors = all(size % 8 == 0 for size in shape[1:])
     assert any(FIXED in note for note in notes) != whole_vectors, notes

@@ -80,10 +80,10 @@ def test_flop_and_byte_models() -> None:
 
 def _slots(dtype: torch.dtype, kernel: str, x: torch.Tensor, y: torch.Tensor) -> set[str]:
     """The tuning slots of the Helion call on ``x @ y`` with epilogue ``kernel``, routed as on the H200:
-    the split-K pair's two, or the tiled kernel's (addmm_1d runs matmul's, and in the skinny and decode
-    buckets addmm_2d too; an N-skinny problem runs transposed, its bias with it)."""
+    the split-K pair's two, or the tiled kernel's (addmm_1d runs matmul's, and in the skinny, decode
+    and outer buckets addmm_2d too; an N-skinny problem runs transposed, its bias with it)."""
     from operators.gemm.helion_dispatch import ROUTES, Kernel, choose
-    from operators.gemm.helion_impl import bucket, config_key, config_keys
+    from operators.gemm.helion_impl import POINTER_SIZES, bucket, config_key, config_keys
     from operators.gemm.strategy import GPU_LIMITS
 
     (m, k), n = x.shape, y.shape[1]
@@ -95,7 +95,7 @@ def _slots(dtype: torch.dtype, kernel: str, x: torch.Tensor, y: torch.Tensor) ->
         size = name.split("|")[0]
         return {config_key("matmul_split_k", dtype, name), config_key("split_k_reduce", dtype, size)}
     keys = config_keys(kernel, dtype, name)
-    return {keys[-1] if chosen.size in ("skinny", "decode") or kernel == "addmm_1d" else keys[0]}
+    return {keys[-1] if chosen.size in POINTER_SIZES or kernel == "addmm_1d" else keys[0]}
 
 
 def _forward_and_backward_keys(dtype: torch.dtype, kernel: str, shape: tuple[int, ...]) -> set[str]:

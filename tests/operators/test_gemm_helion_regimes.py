@@ -35,6 +35,7 @@ from tests.helpers import (  # noqa: E402
     store_copy,
 )
 from tests.operators.gemm_helpers import assert_close, check, randn  # noqa: E402
+from tests.operators.sm90 import helion_indexing_sm90  # noqa: E402
 
 H200_SMS = 132
 
@@ -165,20 +166,22 @@ def test_a_tiled_gpu_call_loads_by_tensor_descriptor_where_a_contiguous_side_is_
         shape: tuple[int, int, int], layout: str, dtype: torch.dtype, fixed: dict | None):
     m, n, k = shape
     x, y = _operand(m, k, dtype, layout[0] == "t"), _operand(k, n, dtype, layout[1] == "t")
-    assert helion_impl.fixed_indexing(_tiled(k=k), x, y, gpu=True) == fixed
-    assert helion_impl.fixed_indexing(_tiled(k=k), x, y, gpu=False) is None  # the interpreter's own
+    out = _operand(m, n, dtype, False)
+    assert helion_impl.fixed_indexing(_tiled(k=k), x, y, out, gpu=True) == fixed
+    assert helion_impl.fixed_indexing(_tiled(k=k), x, y, out, gpu=False) is None  # the interpreter's own
 
 
 def test_the_rule_fixes_tensor_descriptors_exactly_where_sm90_pointer_loads_go_one_element_at_a_time():
     checked = run_compiling(Path(__file__).with_name("sm90") / "helion_indexing_sm90.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count(", fixed ") == 5
+    assert checked.stdout.count(", fixed ") == len(helion_indexing_sm90.CASES)
 
 
 def test_a_pointer_route_loads_by_pointer_whatever_its_sizes():
     x, y = _operand(16, 4095, torch.bfloat16, False), _operand(4095, 4096, torch.bfloat16, False)
+    out = _operand(16, 4096, torch.bfloat16, False)
     for gpu in (True, False):
-        assert helion_impl.fixed_indexing(_tiled("skinny", k=4095), x, y, gpu) == helion_impl.POINTER
+        assert helion_impl.fixed_indexing(_tiled("skinny", k=4095), x, y, out, gpu) == helion_impl.POINTER
 
 
 def test_every_regime_has_a_helion_route_with_a_reason():

@@ -4,9 +4,11 @@ on sm_90, the reason for :func:`operators.gemm.helion_impl.fixed_indexing`'s rul
 The medium bucket's stored pointer config (bf16, 128x256x64), compiled for each case with the
 operands and output the host hands the kernel (16-byte pitches): an odd M under a row-major x
 keeps every load a 16-byte ``cp.async`` and every store 16 bytes, as 2048^3 does; an odd
-contiguous side (x's K, y's N, the output's N) gives one-element loads or stores.  Run in a
+contiguous side (x's K or y's N row-major, x's M or y's K column-major, the output's N) gives
+one-element loads or stores.  Run in a
 process of its own by ``tests/operators/test_gemm_helion_regimes.py``; prints each case's memory
-instructions and exits 1 when one is vectorized otherwise than ``fixed_indexing`` assumes.
+instructions and exits 1 when a case the rule leaves alone moves anything narrower than 16 bytes,
+or a case it fixes moves no single element.
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ from operators.gemm.strategy import Regime
 from tests.operators.sm90.helion_sm90 import compiled
 
 CASES = [((2048, 2048, 2048), "nn"), ((2049, 2048, 2048), "nn"), ((2048, 2048, 2049), "tn"),
-         ((2048, 2048, 2049), "nn"), ((2048, 2049, 2048), "nn")]
-"""(M, N, K) and layout (``t``: a column-major operand); the rule fixes tensor descriptors for the
-last two alone."""
+         ((2048, 2048, 2049), "nn"), ((2048, 2049, 2048), "nn"), ((2049, 2048, 2048), "tn"),
+         ((2048, 2048, 2049), "nt"), ((2048, 2049, 2048), "nt")]
+"""(M, N, K) and layout (``t``: a column-major operand); the rule fixes tensor descriptors for all
+but the first three."""
+
+
+SINGLE = "ld.global.b16"
+"""A one-element bf16 load (its store: ``st.global.b16``)."""
 
 
 def operand(rows: int, cols: int, column_major: bool) -> torch.Tensor:
@@ -57,14 +64,16 @@ def main() -> int:
     failed = False
     for (m, n, k), layout in CASES:
         x, y = operand(m, k, layout[0] == "t"), operand(k, n, layout[1] == "t")
+        out = output_buffer(m, n, torch.bfloat16, "cpu")
         ops = memory_ops(x, y, config)
         vectors = (set(ops["cp.async"]) == {"0x10"} and not ops["ld.global"]
-                   and all(".v4" in op for op in ops["st.global"]))
-        fixed = helion_impl.fixed_indexing(Plan(Regime.TILED, Kernel.TILED, None, 1, k), x, y, gpu=True)
+                   and set(ops["st.global"]) == {"st.global.v4.b32"})
+        single = SINGLE in ops["ld.global"] or SINGLE.replace("ld", "st") in ops["st.global"]
+        fixed = helion_impl.fixed_indexing(Plan(Regime.TILED, Kernel.TILED, None, 1, k), x, y, out, gpu=True)
         print(f"{m}x{n}x{k} {layout}: {({kind: sorted(set(found)) for kind, found in ops.items()})}, "
               f"fixed {fixed}")
-        if vectors != (fixed is None):
-            print(f"{m}x{n}x{k} {layout}: {'16-byte' if vectors else 'one-element'} memory instructions")
+        if (fixed is None and not vectors) or (fixed is not None and not single):
+            print(f"{m}x{n}x{k} {layout}: expected {'16-byte' if fixed is None else 'one-element'} accesses")
             failed = True
     return int(failed)
 
