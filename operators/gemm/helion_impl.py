@@ -65,6 +65,7 @@ from operators.gemm.helion_row_sum import row_sum_finish_kernel, row_sum_parts_k
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
 from operators.gemm.row_sum_plan import part_rows
 from operators.gemm.strategy import sm_count
+from operators.gemm.vectors import whole_vectors
 
 CONFIG_PATH = Path(__file__).with_name("helion_configs.json")
 SMALL_LIMIT = 2048
@@ -82,7 +83,6 @@ POINTER = {"indexing": "pointer"}
 DESCRIPTOR = {"indexing": "tensor_descriptor"}
 """The config fields of a tiled GPU call whose masked pointer loads or stores would go one element
 at a time (gemm NOTES: 53)."""
-VECTOR_BYTES = 16
 
 
 def scaled(acc: torch.Tensor, tile: tuple, bias: torch.Tensor | None, beta: float) -> torch.Tensor:
@@ -185,7 +185,7 @@ def fixed_indexing(chosen: Plan, x: torch.Tensor, y: torch.Tensor, out: torch.Te
     if chosen.pointer:
         return POINTER
     sides = (_row_extent(x), _row_extent(y), _row_extent(out))
-    if gpu and any(side * x.element_size() % VECTOR_BYTES for side in sides):
+    if gpu and not whole_vectors(sides, x.element_size()):
         return DESCRIPTOR
     return None
 

@@ -62,9 +62,7 @@ from operators.gemm.triton_dispatch import Kernel, plan
 from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
 from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
-
-VECTOR_BYTES = 16
-"""The widest load or store of one thread: 16-byte vectors (``cp.async`` of 16 bytes)."""
+from operators.gemm.vectors import VECTOR_BYTES, whole_vectors
 
 # ---------------------------------------------------------------------------------------------
 # Kernels
@@ -356,8 +354,7 @@ def vector_elements(element_size: int, promised: tuple[int, ...]) -> int:
     (:func:`pointer_promises`) is a multiple of that many, else 1.  Base addresses need no check:
     Triton takes a pointer argument as 16-byte aligned only when it is, and vectorizes by the
     lesser of its and the offsets' alignment."""
-    step = VECTOR_BYTES // element_size
-    return step if all(value % step == 0 for value in promised) else 1
+    return VECTOR_BYTES // element_size if whole_vectors(promised, element_size) else 1
 
 
 def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **args) -> None:

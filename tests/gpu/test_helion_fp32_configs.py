@@ -8,10 +8,9 @@ import pytest
 import torch
 
 from harness.notes import collecting
-from operators.gemm import helion_impl as gemm_helion
-from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
 from operators.rms_norm import helion_impl as rms_norm_helion
 from operators.rms_norm.operator import llama_rms_norm
+from tests.gpu.helion_gemm import checked_matmul_notes
 
 BORROWED = ", the bfloat16 config (half the element size), for "
 
@@ -42,10 +41,4 @@ def test_fp32_rms_norm_backward_runs_the_bf16_configs() -> None:
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (16, 4096, 4096), (20120, 512, 1536)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_fp32_gemm_runs_the_bf16_configs_of_its_bucket(shape: tuple[int, int, int]) -> None:
-    a, b = operands(*shape, "cuda", torch.float32)
-    notes: list[str] = []
-    with collecting(notes):
-        out = gemm_helion.fused_matmul(a, b)
-    rtol, atol = matmul_tolerance("cuda", torch.float32, typical_magnitude(*shape))
-    torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=rtol, atol=atol)
-    _assert_borrowed_bf16_configs(notes)
+    _assert_borrowed_bf16_configs(checked_matmul_notes(shape, torch.float32))

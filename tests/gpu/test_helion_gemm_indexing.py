@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.notes import collecting
-from operators.gemm import helion_impl
-from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
+from tests.gpu.helion_gemm import checked_matmul_notes
 
 FIXED = "indexing='tensor_descriptor' fixed by the call over "
 
@@ -18,12 +16,7 @@ FIXED = "indexing='tensor_descriptor' fixed by the call over "
                                    (1000, 1000, 1000), (2049, 2048, 2048)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_sizes_of_part_vectors_load_by_tensor_descriptor(shape: tuple[int, int, int]) -> None:
-    a, b = operands(*shape, "cuda", torch.bfloat16)
-    notes: list[str] = []
-    with collecting(notes):
-        out = helion_impl.fused_matmul(a, b)
-    rtol, atol = matmul_tolerance("cuda", torch.bfloat16, typical_magnitude(*shape))
-    torch.testing.assert_close(out.double(), a.double() @ b.double(), rtol=rtol, atol=atol)
+    notes = checked_matmul_notes(shape, torch.bfloat16)
     # The stored small and medium configs load by pointer, so an odd K or N overrides them; M is
     # no contiguous side of a row-major x.
     whole_vectors = all(size % 8 == 0 for size in shape[1:])
