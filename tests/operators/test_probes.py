@@ -120,3 +120,14 @@ def test_gemm_padded_pitch_runs_the_plans_config_on_128_byte_pitches(b_transpose
     assert variants[:2] == ["cublas", "triton plan (32x32x16/s2/w4 persistent epilogue_subtile)"]
     assert variants[2:] == ["b pitched", "b and out pitched", "a, b and out pitched",
                             "b copied to a pitched buffer in the call"]
+
+
+def test_gemm_pitch_counters_runs_cublas_the_plan_and_its_config_on_128_byte_pitches(tf32_dots) -> None:
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    from operators.gemm.probes.pitch_counters import probe_shape
+
+    a, b = torch.randn(40, 36), torch.randn(36, 52)  # rows of 144 and 208 bytes: 16-, not 128-byte multiples
+    assert checked_variants(probe_shape, a, b) == [
+        "cublas", "triton plan (32x32x16/s2/w4 persistent epilogue_subtile)", "a, b and out pitched"]
