@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import pkgutil
 from collections.abc import Callable
 from pathlib import Path
@@ -122,12 +123,52 @@ def test_gemm_padded_pitch_runs_the_plans_config_on_128_byte_pitches(b_transpose
                             "b copied to a pitched buffer in the call"]
 
 
-def test_gemm_pitch_counters_runs_cublas_the_plan_and_its_config_on_128_byte_pitches(tf32_dots) -> None:
+def test_gemm_pitch_counters_runs_cublas_the_plan_and_its_config_on_128_byte_pitches(
+        monkeypatch, tf32_dots) -> None:
     from harness.device import prepare_backends
 
     prepare_backends("cpu")
-    from operators.gemm.probes.pitch_counters import probe_shape
+    from operators.gemm.probes import pitch_counters
 
+    pitches = []
+
+    def recorded(a, b, out, kernel, config):
+        pitches.append([t.stride(0) * t.element_size() for t in (a, b, out)])
+        return tiled_into(a, b, out, kernel, config)
+
+    tiled_into = pitch_counters.tiled_into
+    monkeypatch.setattr(pitch_counters, "tiled_into", recorded)
     a, b = torch.randn(40, 36), torch.randn(36, 52)  # rows of 144 and 208 bytes: 16-, not 128-byte multiples
-    assert checked_variants(probe_shape, a, b) == [
+    assert checked_variants(pitch_counters.probe_shape, a, b) == [
         "cublas", "triton plan (32x32x16/s2/w4 persistent epilogue_subtile)", "a, b and out pitched"]
+    assert pitches and all(pitch % 128 == 0 for pitch in pitches[-1])
+
+
+def test_gemm_pitch_counters_launches_each_variant_once_inside_its_nvtx_ranges(monkeypatch, tmp_path) -> None:
+    from operators.gemm.probes import pitch_counters
+
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: events.append(f"push {name}"))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: events.append("pop"))
+    calls = [pitch_counters.Variant(label, f"{label} variant",
+                                    lambda label=label: events.append(f"call {label}"))
+             for label in ("cublas", "plan", "pitched")]
+    ranges = pitch_counters.counted_launches("8,8,8", calls, skip={"plan variant"})
+    assert ranges == ["8,8,8 cublas", "8,8,8 pitched"]
+    assert events == ["push counted", "push 8,8,8 cublas", "call cublas", "pop", "pop",
+                      "push counted", "push 8,8,8 pitched", "call pitched", "pop", "pop"]
+
+    def failing() -> None:
+        raise RuntimeError("a failed launch")
+
+    events.clear()
+    with pytest.raises(RuntimeError):
+        pitch_counters.counted_launches("8,8,8", [pitch_counters.Variant("plan", "plan", failing)], set())
+    assert events == ["push counted", "push 8,8,8 plan", "pop", "pop"]
+
+    out = tmp_path / "probe.json"
+    report = {"device": "cpu", "records": [{"shape": "8,8,8"}]}
+    out.write_text(json.dumps(report))
+    pitch_counters.add_counted(out, ranges)
+    assert json.loads(out.read_text()) == {**report, "counted": ranges}

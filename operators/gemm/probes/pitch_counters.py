@@ -1,14 +1,19 @@
-"""Hardware counters for the row-pitch loss (gemm NOTES, prediction 55): at shapes whose rows are
-16- but not 128-byte multiples, cuBLAS, the plan's autotuned TMA config, and that config on
-copies of A, B and the output with 128-byte pitches (which ran at cuBLAS's speed: prediction 42),
-each timed and checked against float64 as every probe's variants, then launched once more inside
-the NVTX range ``counted``, so that Nsight Compute profiles those launches alone::
+"""Hardware counters for the row-pitch loss (gemm NOTES, prediction 55).
+
+At shapes whose rows are 16- but not 128-byte multiples, three variants of one matmul: cuBLAS,
+the plan's autotuned TMA config, and that config on copies of A, B and the output with 128-byte
+pitches (which ran at cuBLAS's speed: prediction 42). Each is timed and checked against float64
+as in every probe, then launched once more inside the NVTX ranges ``counted/<shape> <label>``
+(labels: ``cublas``, ``plan``, ``pitched``), so that Nsight Compute profiles those launches
+alone and names each kernel's variant, however many kernels a call launches::
 
     ncu --clock-control none --nvtx --nvtx-include "counted/" --set full -o pitch \\
         python -m operators.gemm.probes.pitch_counters --out pitch_counters.json
-    ncu --import pitch.ncu-rep --page raw --csv > pitch_counters.csv
+    ncu --import pitch.ncu-rep --page raw --csv --print-nvtx-rename kernel > pitch_counters.csv
 
-The JSON's ``counted`` list names the counted launches in the order the report lists them.
+(``--clock-control none``: the clocks are left alone, as the device's METHOD.md asks.) The
+report lists kernels in launch order, and the JSON's ``counted`` names the ranges in that order.
+Under ``ncu`` every launch is intercepted, so the JSON's times compare with each other only.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -30,37 +37,68 @@ SHAPES = ("3000,5000,7000", "1000,1000,1000")
 """The two sweep shapes under 0.95x whose loss is their pitch (predictions 42 and 45)."""
 
 
-def variants(a: torch.Tensor, b: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
-    """cuBLAS, the plan's autotuned TMA config, and that config on 128-byte pitches, by name."""
-    (m, k), n = a.shape, b.shape[1]
-    if plan(m, n, k, "tf32", a.device).kernel is not Kernel.TMA:
+class Variant(NamedTuple):
+    """One way to compute the matmul: its NVTX ``label``, its ``name`` in the JSON, its ``call``."""
+
+    label: str
+    name: str
+    call: Callable[[], torch.Tensor]
+
+
+def check_tiled(m: int, n: int, k: int, device: torch.device) -> None:
+    """Stop unless the plan of an (M, N, K) matmul runs the tiled TMA kernel."""
+    if plan(m, n, k, "tf32", device).kernel is not Kernel.TMA:
         raise SystemExit(f"{m}x{n}x{k} does not run the tiled TMA kernel")
+
+
+def variants(a: torch.Tensor, b: torch.Tensor) -> list[Variant]:
+    """cuBLAS, the plan's autotuned TMA config, and that config on 128-byte pitches."""
+    m, n = a.shape[0], b.shape[1]
     triton_impl.fused_matmul(a, b)  # the autotuner picks
     config = triton_impl.autotuned_tiled_pick(Kernel.TMA)
     wide_a, wide_b = pitched(a), pitched(b)
     wide_out = output_buffer(m, n, a.dtype, a.device, pitch_bytes=PITCH_BYTES)
-    return {"cublas": lambda: torch.mm(a, b),
-            f"triton plan ({describe(config)})": lambda: triton_impl.fused_matmul(a, b),
-            "a, b and out pitched": lambda: tiled_into(wide_a, wide_b, wide_out, Kernel.TMA, config)}
+    return [Variant("cublas", "cublas", lambda: torch.mm(a, b)),
+            Variant("plan", f"triton plan ({describe(config)})", lambda: triton_impl.fused_matmul(a, b)),
+            Variant("pitched", "a, b and out pitched",
+                    lambda: tiled_into(wide_a, wide_b, wide_out, Kernel.TMA, config))]
+
+
+def time_and_check(calls: list[Variant], run: Run) -> None:
+    """Time and check each of ``calls``."""
+    for variant in calls:
+        run(variant.name, variant.call)
 
 
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
-    """Time and check each of :func:`variants`."""
-    for name, call in variants(a, b).items():
-        run(name, call)
+    """Time and check each of :func:`variants` of ``a @ b``."""
+    time_and_check(variants(a, b), run)
 
 
-def counted_launches(a: torch.Tensor, b: torch.Tensor, shape: str) -> list[str]:
-    """Each of :func:`variants` launched once inside the NVTX range ``counted``; their names."""
-    names = []
-    for name, call in variants(a, b).items():
+def counted_launches(shape: str, calls: list[Variant], skip: set[str]) -> list[str]:
+    """Each of ``calls`` but those named in ``skip`` (failed when timed) launched once inside the
+    NVTX ranges ``counted/<shape> <label>``; the ranges' inner names, in launch order."""
+    ranges: list[str] = []
+    for variant in calls:
+        if variant.name in skip:
+            continue
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_push("counted")
-        call()
-        torch.cuda.synchronize()
-        torch.cuda.nvtx.range_pop()
-        names.append(f"{shape} {name}")
-    return names
+        torch.cuda.nvtx.range_push(f"{shape} {variant.label}")
+        try:
+            variant.call()
+            torch.cuda.synchronize()
+        finally:
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.nvtx.range_pop()
+        ranges.append(f"{shape} {variant.label}")
+    return ranges
+
+
+def add_counted(out: Path, ranges: list[str]) -> None:
+    """Add the counted launches' ranges to the probe's JSON (written by :class:`VariantLog`)."""
+    report = json.loads(out.read_text())
+    out.write_text(json.dumps({**report, "counted": ranges}, indent=1))
 
 
 def main() -> None:
@@ -68,18 +106,19 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--shape", action="append", help=f"M,N,K (default: {' '.join(SHAPES)})")
     args = parser.parse_args()
+    shapes = {text: tuple(map(int, text.split(","))) for text in args.shape or SHAPES}
+    for m, n, k in shapes.values():
+        check_tiled(m, n, k, torch.device("cuda"))
     log = VariantLog(args.out)
-    counted = []
-    for text in args.shape or SHAPES:
-        m, n, k = map(int, text.split(","))
+    ranges: list[str] = []
+    for text, (m, n, k) in shapes.items():
         a, b = operand(m, k, False), operand(k, n, False)
-        probe_shape(a, b, log.runner(text, a.double() @ b.double(), 2.0 * m * n * k))
-        counted += counted_launches(a, b, text)
-    with open(args.out) as f:
-        report = json.load(f)
-    with open(args.out, "w") as f:
-        json.dump({**report, "counted": counted}, f, indent=1)
-    print(json.dumps({"counted": counted}))
+        calls = variants(a, b)
+        time_and_check(calls, log.runner(text, a.double() @ b.double(), 2.0 * m * n * k))
+        failed = {r["variant"] for r in log.records if r["shape"] == text and "error" in r}
+        ranges += counted_launches(text, calls, failed)
+        add_counted(Path(args.out), ranges)
+    print(json.dumps({"counted": ranges}))
 
 
 if __name__ == "__main__":
