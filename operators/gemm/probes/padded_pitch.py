@@ -16,6 +16,7 @@ so (dW).  Each variant is checked against float64
 from __future__ import annotations
 
 import torch
+import triton
 
 from operators.gemm import triton_impl
 from operators.gemm.alignment import output_buffer, padded_copy
@@ -34,16 +35,26 @@ def pitched(t: torch.Tensor) -> torch.Tensor:
     return padded_copy(t, t.stride(0) == 1 and t.stride(1) != 1, PITCH_BYTES)
 
 
+def check_tiled(m: int, n: int, k: int, device: torch.device) -> None:
+    """Stop unless the plan of an (M, N, K) matmul runs the tiled TMA kernel."""
+    chosen = plan(m, n, k, "tf32", device)
+    if chosen.kernel is not Kernel.TMA:
+        raise SystemExit(f"{m}x{n}x{k} runs {chosen.kernel.value}, not the tiled TMA kernel")
+
+
+def autotuned_config(a: torch.Tensor, b: torch.Tensor) -> triton.Config | None:
+    """The config the autotuner picks for the plan's TMA kernel on ``a @ b``."""
+    triton_impl.fused_matmul(a, b)
+    return triton_impl.autotuned_tiled_pick(Kernel.TMA)
+
+
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     """cuBLAS, the plan, then the plan's config on 128-byte pitches (B; B and the output; A, B
     and the output; B copied inside the timed call)."""
     (m, k), n = a.shape, b.shape[1]
-    chosen = plan(m, n, k, "tf32", a.device)
-    if chosen.kernel is not Kernel.TMA:
-        raise SystemExit(f"{m}x{n}x{k} runs {chosen.kernel.value}, not the tiled TMA kernel")
+    check_tiled(m, n, k, a.device)
     run("cublas", lambda: torch.mm(a, b))
-    triton_impl.fused_matmul(a, b)  # the autotuner picks
-    config = triton_impl.autotuned_tiled_pick(Kernel.TMA)
+    config = autotuned_config(a, b)
     run(f"triton plan ({describe(config)})", lambda: triton_impl.fused_matmul(a, b))
     wide_a, wide_b = pitched(a), pitched(b)
     narrow_out = output_buffer(m, n, a.dtype, a.device)

@@ -30,8 +30,8 @@ from operators.gemm import triton_impl
 from operators.gemm.alignment import output_buffer
 from operators.gemm.probes.common import Run, VariantLog, operand, tiled_into
 from operators.gemm.probes.matmul_configs import describe
-from operators.gemm.probes.padded_pitch import PITCH_BYTES, pitched
-from operators.gemm.triton_dispatch import Kernel, plan
+from operators.gemm.probes.padded_pitch import PITCH_BYTES, autotuned_config, check_tiled, pitched
+from operators.gemm.triton_dispatch import Kernel
 
 SHAPES = ("3000,5000,7000", "1000,1000,1000")
 """The two sweep shapes under 0.95x whose loss is their pitch (predictions 42 and 45)."""
@@ -45,17 +45,10 @@ class Variant(NamedTuple):
     call: Callable[[], torch.Tensor]
 
 
-def check_tiled(m: int, n: int, k: int, device: torch.device) -> None:
-    """Stop unless the plan of an (M, N, K) matmul runs the tiled TMA kernel."""
-    if plan(m, n, k, "tf32", device).kernel is not Kernel.TMA:
-        raise SystemExit(f"{m}x{n}x{k} does not run the tiled TMA kernel")
-
-
 def variants(a: torch.Tensor, b: torch.Tensor) -> list[Variant]:
     """cuBLAS, the plan's autotuned TMA config, and that config on 128-byte pitches."""
     m, n = a.shape[0], b.shape[1]
-    triton_impl.fused_matmul(a, b)  # the autotuner picks
-    config = triton_impl.autotuned_tiled_pick(Kernel.TMA)
+    config = autotuned_config(a, b)
     wide_a, wide_b = pitched(a), pitched(b)
     wide_out = output_buffer(m, n, a.dtype, a.device, pitch_bytes=PITCH_BYTES)
     return [Variant("cublas", "cublas", lambda: torch.mm(a, b)),

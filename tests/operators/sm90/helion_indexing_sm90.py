@@ -13,7 +13,6 @@ or a case it fixes moves no single element.
 
 from __future__ import annotations
 
-import re
 import sys
 
 import helion
@@ -25,6 +24,7 @@ from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.helion_dispatch import Kernel, Plan
 from operators.gemm.strategy import Regime
 from tests.operators.sm90.helion_sm90 import compiled
+from tests.operators.sm90.ptx_memory import memory_instructions, vectorized
 
 CASES = [((2048, 2048, 2048), "nn"), ((2049, 2048, 2048), "nn"), ((2048, 2048, 2049), "tn"),
          ((2048, 2048, 2049), "nn"), ((2048, 2049, 2048), "nn"), ((2049, 2048, 2048), "tn"),
@@ -44,15 +44,12 @@ def operand(rows: int, cols: int, column_major: bool) -> torch.Tensor:
     return aligned_operand(t, transposed=column_major)
 
 
-def memory_ops(x: torch.Tensor, y: torch.Tensor, config: helion.Config) -> dict[str, list[str]]:
-    """The byte counts of ``x @ y``'s ``cp.async`` copies and its ``ld.global`` and ``st.global``
-    instructions, in its sm_90 PTX."""
-    out = output_buffer(x.shape[0], y.shape[1], torch.bfloat16, "cpu")
+def memory_ops(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor,
+               config: helion.Config) -> dict[str, list[str]]:
+    """The byte counts of ``out = x @ y``'s ``cp.async`` copies and its ``ld.global`` and
+    ``st.global`` instructions, in its sm_90 PTX."""
     args = (x, y, 1.0, 0.0, None, out, helion_impl.scaled)
-    ptx = compiled(helion_impl.matmul_kernel, args, config).asm["ptx"]
-    copies = r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (0x[0-9a-f]+)"
-    return {"cp.async": re.findall(copies, ptx), "ld.global": re.findall(r"ld\.global[.a-z0-9]*", ptx),
-            "st.global": re.findall(r"st\.global[.a-z0-9]*", ptx)}
+    return memory_instructions(compiled(helion_impl.matmul_kernel, args, config).asm["ptx"])
 
 
 def main() -> int:
@@ -65,9 +62,8 @@ def main() -> int:
     for (m, n, k), layout in CASES:
         x, y = operand(m, k, layout[0] == "t"), operand(k, n, layout[1] == "t")
         out = output_buffer(m, n, torch.bfloat16, "cpu")
-        ops = memory_ops(x, y, config)
-        vectors = (set(ops["cp.async"]) == {"0x10"} and not ops["ld.global"]
-                   and set(ops["st.global"]) == {"st.global.v4.b32"})
+        ops = memory_ops(x, y, out, config)
+        vectors = vectorized(ops)
         single = SINGLE in ops["ld.global"] or SINGLE.replace("ld", "st") in ops["st.global"]
         fixed = helion_impl.fixed_indexing(Plan(Regime.TILED, Kernel.TILED, None, 1, k), x, y, out, gpu=True)
         print(f"{m}x{n}x{k} {layout}: {({kind: sorted(set(found)) for kind, found in ops.items()})}, "

@@ -12,7 +12,6 @@ exits 1 when one loads or stores otherwise than expected.
 
 from __future__ import annotations
 
-import re
 import sys
 
 import triton
@@ -20,6 +19,7 @@ from triton.compiler import ASTSource
 
 from operators.gemm import triton_impl
 from tests.operators.sm90.helion_sm90 import SM90
+from tests.operators.sm90.ptx_memory import memory_instructions, vectorized
 
 CASES = {
     "8192,8192,8,t (dX of 8192x8x8192)": (
@@ -50,17 +50,7 @@ def memory_ops(layout: dict, divisible: tuple[str, ...], tile: tuple[int, ...],
                for name in ("a_ptr", "b_ptr", "c_ptr", "bias_ptr", *divisible)}
     source = ASTSource(fn, signature, constexprs=constexprs, attrs=aligned)
     options = {"num_warps": warps, "num_stages": stages}
-    ptx = triton.compile(source, target=SM90, options=options).asm["ptx"]
-    copies = r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (0x[0-9a-f]+)"
-    return {"cp.async": re.findall(copies, ptx),
-            "ld.global": re.findall(r"ld\.global[.a-z0-9]*", ptx),
-            "st.global": re.findall(r"st\.global[.a-z0-9]*", ptx)}
-
-
-def vectorized(ops: dict[str, list[str]]) -> bool:
-    """Whether every load is a 16-byte ``cp.async`` and every store a 16-byte ``st.global.v4.b32``."""
-    return (bool(ops["cp.async"]) and set(ops["cp.async"]) == {"0x10"} and not ops["ld.global"]
-            and set(ops["st.global"]) == {"st.global.v4.b32"})
+    return memory_instructions(triton.compile(source, target=SM90, options=options).asm["ptx"])
 
 
 def main() -> int:
