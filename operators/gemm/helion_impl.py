@@ -261,16 +261,21 @@ def row_sum_size(m: int, n: int) -> str:
 
 def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     """``beta * grad.sum(0)`` for a 2-D ``grad`` (M, N), summed in fp32 in row parts
-    (:mod:`operators.gemm.helion_row_sum`), in ``grad``'s dtype: (N,); addmm's row-bias gradient."""
+    (:mod:`operators.gemm.helion_row_sum`), in ``grad``'s dtype: (N,); addmm's row-bias gradient.
+    One part (M of at most a part's rows) runs the parts kernel alone, into the output."""
     m, n = grad.shape
     out = torch.empty(n, dtype=grad.dtype, device=grad.device)
     if m == 0 or n == 0:
         return out.zero_()
     size = row_sum_size(m, n)
     rows = part_rows(m, n, sm_count(grad.device))
-    parts = torch.empty((-(-m // rows), n), dtype=torch.float32, device=grad.device)
     parts_key = config_key("row_sum_parts", grad.dtype, size)
-    call_with_stored_config(row_sum_parts_kernel, CONFIG_STORE, parts_key, grad, parts, rows)
+    if m <= rows:  # one part: the output itself
+        call_with_stored_config(row_sum_parts_kernel, CONFIG_STORE, parts_key, grad, out.view(1, n),
+                                rows, float(beta))
+        return out
+    parts = torch.empty((-(-m // rows), n), dtype=torch.float32, device=grad.device)
+    call_with_stored_config(row_sum_parts_kernel, CONFIG_STORE, parts_key, grad, parts, rows, 1.0)
     finish_key = config_key("row_sum_finish", grad.dtype, size)
     call_with_stored_config(row_sum_finish_kernel, CONFIG_STORE, finish_key, parts, float(beta), out)
     return out

@@ -5,6 +5,9 @@ For ``grad`` (M, N) and parts of ``R`` rows each (the last one shorter), in fp32
     part[s] = grad[s*R : (s+1)*R, :].sum(0)                  row_sum_parts_kernel
     out     = beta * part.sum(0)                             row_sum_finish_kernel (cast to grad's dtype)
 
+With one part (the decode shapes) the parts kernel writes ``out`` itself, ``beta * part[0]`` cast,
+and the finish is not launched, as in Triton.
+
 As :mod:`operators.gemm.triton_row_sum` (whose docstring says why there are parts): the parts
 give every SM programs at addmm's narrow N, and the second kernel adds them in one fixed order.
 :func:`operators.gemm.helion_impl.summed_rows` launches them on the configs stored under
@@ -20,10 +23,13 @@ import torch
 
 
 @helion.kernel(static_shapes=True)
-def row_sum_parts_kernel(grad: torch.Tensor, parts: torch.Tensor, part_rows: hl.constexpr) -> torch.Tensor:
-    """``parts[s] = grad[s*part_rows : (s+1)*part_rows, :].sum(0)`` in fp32.
+def row_sum_parts_kernel(grad: torch.Tensor, parts: torch.Tensor, part_rows: hl.constexpr,
+                         beta: float) -> torch.Tensor:
+    """``parts[s] = beta * grad[s*part_rows : (s+1)*part_rows, :].sum(0)``, summed in fp32 and
+    cast to ``parts``' dtype.
 
-    grad (M, N), parts (S, N) fp32 with ``S = ceil(M / part_rows)``; every part is written.
+    grad (M, N), parts (S, N) with ``S = ceil(M / part_rows)``: fp32 parts for the finish (beta
+    1), or the output itself, viewed (1, N), when there is one part; every part is written.
     Rows at or past M are zeroed by hand: Helion broadcasts a 1-row ``grad`` over the whole row
     block (gemm NOTES, "the M = 1 bias gradient").
     """
@@ -34,7 +40,7 @@ def row_sum_parts_kernel(grad: torch.Tensor, parts: torch.Tensor, part_rows: hl.
         for tile_m in hl.tile(tile_part.begin, tile_part.end, block_size=block_m):
             rows = grad[tile_m, tile_n].to(torch.float32)
             acc = acc + torch.where((tile_m.index < m)[:, None], rows, 0.0)
-        parts[tile_part.id, tile_n] = acc.sum(0)
+        parts[tile_part.id, tile_n] = (acc.sum(0) * beta).to(parts.dtype)
     return parts
 
 

@@ -254,7 +254,7 @@ def _row_sum_args(kernel_name: str, bucket: str, dtype: torch.dtype, device: tor
     rows = part_rows(m, n, TUNING_SMS)
     parts = torch.randn((-(-m // rows), n), dtype=torch.float32, device=device)
     if kernel_name == "row_sum_parts":
-        return torch.randn(m, n, dtype=dtype, device=device), parts, rows
+        return torch.randn(m, n, dtype=dtype, device=device), parts, rows, 1.0
     return parts, 1.0, torch.empty(n, dtype=dtype, device=device)
 
 

@@ -5,6 +5,9 @@ For ``grad`` (M, N) and ``S`` parts of ``R`` rows each (the last one shorter), i
     part[s] = grad[s*R : (s+1)*R, :].sum(0)                  _row_sum_parts_kernel
     out     = beta * (part[0] + part[1] + ... + part[S-1])   _row_sum_finish_kernel (cast to grad's dtype)
 
+With one part (M of at most ``R``: the decode shapes) the parts kernel writes ``out`` itself,
+``beta * part[0]`` cast, and the finish is not launched: the same bits, one launch fewer.
+
 The parts give every SM a few programs even where N is narrow (N = 512 at addmm's reference
 shapes is 4 column blocks): torch's ``grad.sum(0)`` takes 33 us there (gemm NOTES, "The bias
 gradient"), about seven times what reading ``grad`` once costs.  The second kernel adds the parts
@@ -30,11 +33,12 @@ the same sum: gemm NOTES, "Session 17")."""
 
 
 @triton.jit
-def _row_sum_parts_kernel(grad_ptr, part_ptr, M, N, stride_m, stride_n, rows_per_part,
-                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _row_sum_parts_kernel(grad_ptr, part_ptr, M, N, stride_m, stride_n, rows_per_part, beta,
+                          FINAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """``part[program_id(1), cols] = grad[rows of that part, cols].sum(0)`` in fp32 for the column
     block ``program_id(0)``; ``rows_per_part`` is a multiple of ``BLOCK_M``
-    (:func:`~operators.gemm.row_sum_plan.part_rows`)."""
+    (:func:`~operators.gemm.row_sum_plan.part_rows`).  ``FINAL`` (one part): ``part_ptr`` is the
+    output, and the sum is scaled by ``beta`` and cast to its dtype."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     part = tl.program_id(1)
     start = part * rows_per_part
@@ -46,7 +50,10 @@ def _row_sum_parts_kernel(grad_ptr, part_ptr, M, N, stride_m, stride_n, rows_per
         offsets = rows[:, None].to(tl.int64) * stride_m + cols[None, :].to(tl.int64) * stride_n
         tile = tl.load(grad_ptr + offsets, mask=mask, other=0.0)
         acc += tile.to(tl.float32)
-    tl.store(part_ptr + part * N + cols, tl.sum(acc, axis=0), mask=cols < N)
+    total = tl.sum(acc, axis=0)
+    if FINAL:
+        total = (total * beta).to(part_ptr.dtype.element_ty)
+    tl.store(part_ptr + part * N + cols, total, mask=cols < N)
 
 
 @triton.jit
@@ -72,9 +79,13 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     column_blocks = triton.cdiv(n, BLOCK_N)
     rows = part_rows(m, n, sm_count(grad.device))
     parts = max(1, triton.cdiv(m, rows))
-    part = torch.empty((parts, n), dtype=torch.float32, device=grad.device)
+    final = parts == 1
+    part = out if final else torch.empty((parts, n), dtype=torch.float32, device=grad.device)
     _row_sum_parts_kernel[(column_blocks, parts)](
-        grad, part, m, n, grad.stride(0), grad.stride(1), rows, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
+        grad, part, m, n, grad.stride(0), grad.stride(1), rows, float(beta), FINAL=final,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
+    if final:
+        return out
     _row_sum_finish_kernel[(triton.cdiv(n, FINISH_BLOCK_N),)](part, out, n, parts, float(beta),
                                                               BLOCK_P=FINISH_BLOCK_P, BLOCK_N=FINISH_BLOCK_N)
     return out

@@ -101,6 +101,28 @@ class CountedLaunches:
         return self.kernel[grid]
 
 
+@pytest.mark.parametrize("m", [1, 3, 32])
+def test_a_gradient_of_one_part_is_summed_by_one_triton_launch_into_the_output(monkeypatch, m: int):
+    assert row_sum_plan.part_rows(m, 45, INTERPRETER_SMS) >= m  # one part
+    finish = CountedLaunches(triton_row_sum._row_sum_finish_kernel)
+    monkeypatch.setattr(triton_row_sum, "_row_sum_finish_kernel", finish)
+    grad = _grad(m, 45, torch.float16)
+    got = triton_row_sum.summed_rows(grad, -0.75)
+    assert finish.launches == 0 and got.dtype == torch.float16
+    torch.testing.assert_close(got.double(), grad.double().sum(0) * -0.75, rtol=2e-3, atol=2e-3 * m * 4)
+
+
+@pytest.mark.parametrize("m", [1, 3, 32])
+def test_a_gradient_of_one_part_is_summed_by_helion_s_parts_kernel_alone(m: int):
+    grad = _grad(m, 45, torch.float32)
+    notes: list[str] = []
+    with collecting(notes):
+        got = helion_impl.summed_rows(grad, -0.75)
+    torch.testing.assert_close(got.double(), grad.double().sum(0) * -0.75, rtol=1e-5, atol=1e-4)
+    assert any("row_sum_parts|float32" in note for note in notes), notes
+    assert not any("row_sum_finish" in note for note in notes), notes
+
+
 @pytest.mark.parametrize("impl", [triton_impl, triton_direct])
 def test_the_addmm_backward_takes_its_row_vector_bias_gradient_from_the_triton_kernel(monkeypatch, impl):
     finish = CountedLaunches(triton_row_sum._row_sum_finish_kernel)
@@ -152,7 +174,7 @@ def test_every_helion_row_sum_candidate_computes_the_sum(name: str):
     grad = _grad(300, 45, torch.float32)
     rows = row_sum_plan.part_rows(300, 45, INTERPRETER_SMS)
     parts = torch.stack([chunk.sum(0) for chunk in grad.split(rows)])
-    args = ((grad, torch.empty_like(parts), rows) if name == "row_sum_parts"
+    args = ((grad, torch.empty_like(parts), rows, 1.0) if name == "row_sum_parts"
             else (parts, 0.5, torch.empty(45)))
     want = parts if name == "row_sum_parts" else parts.sum(0) * 0.5
     out = args[1] if name == "row_sum_parts" else args[2]
@@ -167,7 +189,7 @@ def test_the_row_sum_kernels_and_their_helion_configs_compile_for_sm90():
     # Compiles kernels, which the interpreter this session runs cannot.
     check_run = run_compiling(Path(__file__).with_name("sm90") / "row_sum_fits_sm90.py")
     assert check_run.returncode == 0, check_run.stdout + check_run.stderr
-    assert check_run.stdout.count("bytes of shared memory") == 2 + 2 * (7 + 5), check_run.stdout
+    assert check_run.stdout.count("bytes of shared memory") == 3 + 2 * (7 + 5), check_run.stdout
 
 
 @pytest.mark.parametrize("m", [1, 2, 33])
@@ -180,7 +202,7 @@ def test_every_stored_row_sum_parts_config_sums_rows_fewer_than_its_row_block(co
     grad = _grad(m, n, torch.float32)
     rows = row_sum_plan.part_rows(m, n, INTERPRETER_SMS)
     parts = torch.full((-(-m // rows), n), float("nan"))
-    bound = helion_row_sum.row_sum_parts_kernel.bind((grad, parts, rows))
+    bound = helion_row_sum.row_sum_parts_kernel.bind((grad, parts, rows, 1.0))
     bound.set_config(helion.Config(**config))
     want = torch.stack([chunk.sum(0) for chunk in grad.double().split(rows)])
-    torch.testing.assert_close(bound(grad, parts, rows).double(), want, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(bound(grad, parts, rows, 1.0).double(), want, rtol=1e-5, atol=1e-4)

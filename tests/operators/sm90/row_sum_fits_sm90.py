@@ -28,12 +28,15 @@ def triton_shared(kernel: triton.JITFunction, signature: dict[str, str], constex
 def main() -> int:
     sizes = []
     parts_signature = {"grad_ptr": "*bf16", "part_ptr": "*fp32", "M": "i32", "N": "i32",
-                       "stride_m": "i32", "stride_n": "i32", "rows_per_part": "i32",
-                       "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
+                       "stride_m": "i32", "stride_n": "i32", "rows_per_part": "i32", "beta": "fp32",
+                       "FINAL": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
     finish_signature = {"part_ptr": "*fp32", "out_ptr": "*bf16", "N": "i32", "parts": "i32", "beta": "fp32",
                         "BLOCK_P": "constexpr", "BLOCK_N": "constexpr"}
-    sizes.append(report("triton _row_sum_parts_kernel", lambda: triton_shared(
-        triton_row_sum._row_sum_parts_kernel, parts_signature, {"BLOCK_M": 32, "BLOCK_N": 128})))
+    for final in (False, True):
+        signature = {**parts_signature, "part_ptr": "*bf16" if final else "*fp32"}
+        label = f"triton _row_sum_parts_kernel{' (final)' if final else ''}"
+        sizes.append(report(label, lambda s=signature, f=final: triton_shared(
+            triton_row_sum._row_sum_parts_kernel, s, {"FINAL": f, "BLOCK_M": 32, "BLOCK_N": 128})))
     sizes.append(report("triton _row_sum_finish_kernel", lambda: triton_shared(
         triton_row_sum._row_sum_finish_kernel, finish_signature, {"BLOCK_P": 32, "BLOCK_N": 64})))
     stored = load_store(helion_impl.CONFIG_PATH)
