@@ -51,6 +51,8 @@ class Kernel(enum.Enum):
     SPLIT_K = "split_k"
     """``_matmul_split_k_kernel``: a tile over one of ``split_k`` parts of K; with more than one
     part, ``_split_k_reduce_kernel`` adds them and applies the epilogue."""
+    GEMV = "gemv"
+    """``_gemv_kernel``: one output row of dot products on the CUDA cores, no tensor-core tile."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class Route:
     swapped_part_k: int = 0
     """For a problem computed transposed, the part length K is also cut into (:func:`streaming_parts`)."""
     swapped_reason: str = ""
+    row_dot_reason: str = ""
+    """Why a one-row (or one-column) problem whose long operand is contiguous along K runs the
+    matrix-vector kernel (:attr:`Kernel.GEMV`); empty: it never does."""
     whole_k_tile: int = 0
     """For the split-K regime: the side of a square tile the tiled kernels' lists hold in every
     dtype; where tiles of it fill one wave (:func:`~operators.gemm.strategy.whole_k_fills_a_wave`), the
@@ -95,7 +100,9 @@ ROUTES: dict[Regime, Route] = {
         swapped_block_n=64, swapped_part_k=2048,
         swapped_reason="N the small side: out.T = b.T @ a.T streams a.T along K; 64 columns over "
                        "parts of 2048 keep more of it in flight than 32 over all of K (gemm NOTES: "
-                       "probe skinny_plans)"),
+                       "probe skinny_plans)",
+        row_dot_reason="M (or N) of 1 over a weight read along K (grad @ w.T at decode): each output "
+                       "a dot of two contiguous rows, no 16-row tile to pad (gemm NOTES: prediction 56)"),
 }
 """The Triton kernel of each regime, with the H200's tiles and configs."""
 
@@ -156,13 +163,17 @@ class Plan:
     swap: bool = False
 
 
-def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTIVE_LIMITS,
-           routes: dict[Regime, Route] = ACTIVE_ROUTES) -> Plan:
-    """The plan of ``(m, k) @ (k, n)`` on ``sms`` SMs; ``tma``: whether the TMA kernel could serve it."""
+def choose(m: int, n: int, k: int, *, sms: int, tma: bool, row_dot: bool = False,
+           limits: Limits = ACTIVE_LIMITS, routes: dict[Regime, Route] = ACTIVE_ROUTES) -> Plan:
+    """The plan of ``(m, k) @ (k, n)`` on ``sms`` SMs; ``tma``: whether the TMA kernel could serve
+    it; ``row_dot``: whether the operand the single output row (column) is taken across, B at
+    M = 1 (A at N = 1), is contiguous along K."""
     name = regime(m, n, k, sms, limits)
     route = routes[name]
     if route.kernel is not Kernel.SPLIT_K:
         return Plan(name, Kernel.TMA if tma else Kernel.POINTER)
+    if row_dot and route.row_dot_reason and min(m, n) == 1:
+        return Plan(name, Kernel.GEMV, swap=m != 1)
     tiled = Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     swap = name is Regime.SKINNY and n < m
     rows, cols = (n, m) if swap else (m, n)
@@ -181,6 +192,16 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, limits: Limits = ACTI
 
 
 @functools.lru_cache(maxsize=4096)
-def plan(m: int, n: int, k: int, precision: str, device: torch.device) -> Plan:
-    """The plan of ``(m, k) @ (k, n)`` with dots of ``precision`` on ``device`` (cached: runs every call)."""
-    return choose(m, n, k, sms=sm_count(device), tma=uses_tma((m, n, k), precision, device))
+def plan(m: int, n: int, k: int, precision: str, device: torch.device, row_dot: bool = False) -> Plan:
+    """The plan of ``(m, k) @ (k, n)`` with dots of ``precision`` on ``device`` (cached: runs every
+    call); ``row_dot`` as :func:`choose` takes it (:func:`reads_rows_along_k`)."""
+    return choose(m, n, k, sms=sm_count(device), tma=uses_tma((m, n, k), precision, device),
+                  row_dot=row_dot)
+
+
+def reads_rows_along_k(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a @ b`` with one output row reads B along K (B.T row-major), or with one output
+    column (and more rows) reads A along K: :func:`choose`'s ``row_dot``."""
+    if a.shape[0] == 1:
+        return b.stride(0) == 1
+    return b.shape[1] == 1 and a.stride(1) == 1

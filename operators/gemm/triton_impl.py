@@ -48,6 +48,7 @@ from operators.gemm.custom_ops import define_matmul_ops
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import (
     ACTIVE_TMA_CONFIGS,
+    GEMV_CONFIGS,
     INTERPRETED,
     INTERPRETER_POINTER_CONFIGS,
     POINTER_CONFIGS,
@@ -58,7 +59,8 @@ from operators.gemm.triton_configs import (
     prune_pointer,
     prune_tma,
 )
-from operators.gemm.triton_dispatch import Kernel, plan
+from operators.gemm.triton_dispatch import Kernel, plan, reads_rows_along_k
+from operators.gemm.triton_gemv import gemv
 from operators.gemm.triton_row_sum import summed_rows
 from operators.gemm.triton_splitk import split_k_matmul
 from operators.gemm.triton_tiles import bias_kind, epilogue, tile_coords
@@ -273,7 +275,8 @@ def _dot_precision(dtype: torch.dtype) -> str:
 
 
 _CONFIG_KEYS = {kernel: set(configs[0].kwargs) for kernel, configs in (
-    (Kernel.TMA, TMA_CONFIGS), (Kernel.POINTER, POINTER_CONFIGS), (Kernel.SPLIT_K, SPLIT_K_CONFIGS))}
+    (Kernel.TMA, TMA_CONFIGS), (Kernel.POINTER, POINTER_CONFIGS), (Kernel.SPLIT_K, SPLIT_K_CONFIGS),
+    (Kernel.GEMV, GEMV_CONFIGS))}
 """The meta-parameters a given config must set, per kernel."""
 
 
@@ -294,11 +297,13 @@ def fused_matmul(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = N
         return out
     kind, bias_view = bias_kind(bias, m, n)
     precision = _dot_precision(a.dtype)
-    chosen = plan(m, n, k, precision, a.device)
+    chosen = plan(m, n, k, precision, a.device, reads_rows_along_k(a, b))
     if config is not None and set(config.kwargs) != _CONFIG_KEYS[chosen.kernel]:
         raise ValueError(f"config {config.kwargs} is not a {chosen.kernel.value} kernel's, which this "
                          f"shape runs: its keys are {sorted(_CONFIG_KEYS[chosen.kernel])}")
-    if chosen.kernel is Kernel.SPLIT_K:
+    if chosen.kernel is Kernel.GEMV:
+        gemv(a, b, out, kind, bias_view, alpha, beta, chosen.swap, config)
+    elif chosen.kernel is Kernel.SPLIT_K:
         split_k_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen, config)
     else:
         tiled_matmul(a, b, out, kind, bias_view, alpha, beta, precision, chosen.kernel, config)

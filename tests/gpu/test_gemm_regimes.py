@@ -13,7 +13,14 @@ import pytest
 import torch
 
 from harness.notes import collecting
-from operators.gemm import helion_dispatch, helion_impl, triton_dispatch, triton_impl, triton_splitk
+from operators.gemm import (
+    helion_dispatch,
+    helion_impl,
+    triton_configs,
+    triton_dispatch,
+    triton_impl,
+    triton_splitk,
+)
 from operators.gemm.operator import matmul_tolerance, operands, typical_magnitude
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import ROW_BIAS
@@ -106,3 +113,25 @@ def test_triton_split_k_tma_configs_match_float64_in_bf16(shape: tuple[int, int,
     want = 1.5 * a.double() @ b.double() - 0.75 * bias.double()
     rtol, atol = matmul_tolerance("cuda", torch.bfloat16, 2 * typical_magnitude(*shape))
     torch.testing.assert_close(out.double(), want, rtol=rtol, atol=atol)
+
+
+GEMV_CASES = [(1, 4096, 4096), (1, 4095, 4097), (1, 1024, 4096), (4097, 1, 4095)]
+"""One output row over B read along K (B a column-major view), or one column over a row-major A."""
+
+
+@pytest.mark.parametrize("config", triton_configs.GEMV_CONFIGS, ids=str)
+@pytest.mark.parametrize("shape", GEMV_CASES, ids=lambda s: "x".join(map(str, s)))
+def test_triton_gemv_configs_match_float64_in_bf16_the_same_bits_every_run(shape: tuple[int, int, int],
+                                                                         config) -> None:
+    m, n, k = shape
+    a, b, bias = _inputs(m, n, k)
+    if m == 1:
+        b = b.T.contiguous().T
+    assert triton_dispatch.plan(m, n, k, "tf32", a.device, triton_dispatch.reads_rows_along_k(a, b)).kernel \
+        is triton_dispatch.Kernel.GEMV
+    first = triton_impl.fused_matmul(a, b, bias, alpha=1.5, beta=-0.75, config=config)
+    want = 1.5 * a.double() @ b.double() - 0.75 * bias.double()
+    rtol, atol = matmul_tolerance("cuda", torch.bfloat16, 2 * typical_magnitude(*shape))
+    torch.testing.assert_close(first.double(), want, rtol=rtol, atol=atol)
+    again = triton_impl.fused_matmul(a, b, bias, alpha=1.5, beta=-0.75, config=config)
+    assert torch.equal(first, again)

@@ -91,6 +91,20 @@ def test_gemm_matmul_configs_runs_every_config_of_the_plans_kernel_through_the_i
     assert len(variants) == 3 + len(POINTER_CONFIGS)
 
 
+def test_gemm_matmul_configs_runs_every_gemv_config_at_one_row_over_a_transposed_b() -> None:
+    from harness.device import prepare_backends
+
+    prepare_backends("cpu")
+    from operators.gemm.probes.matmul_configs import probe_shape
+    from operators.gemm.triton_configs import GEMV_CONFIGS
+
+    a, b = torch.randn(1, 40), torch.randn(36, 40).T  # grad @ w.T at M = 1
+    variants = checked_variants(probe_shape, a, b)
+    assert variants[2] == "triton autotuned (gemv N16xK16/s1/w4)"
+    assert variants[3:] == [f"triton gemv N{c.kwargs['BLOCK_N']}xK{c.kwargs['BLOCK_K']}/s{c.num_stages}"
+                            f"/w{c.num_warps}" for c in GEMV_CONFIGS]
+
+
 def test_gemm_tiled_candidates_runs_each_pick_on_every_tiled_kernel_it_fits(monkeypatch, tf32_dots) -> None:
     from harness.device import prepare_backends
 

@@ -15,32 +15,34 @@ from __future__ import annotations
 import torch
 import triton
 
-from operators.gemm import helion_impl, triton_impl
+from operators.gemm import helion_impl, triton_gemv, triton_impl
 from operators.gemm.probes.common import Run, plan_label, probe_matmuls
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import (
+    GEMV_CONFIGS,
     POINTER_CONFIGS,
     SKINNY_CONFIGS,
     SPLIT_K_CONFIGS,
     TMA_CONFIGS,
     boxes_fit,
 )
-from operators.gemm.triton_dispatch import Kernel, plan
+from operators.gemm.triton_dispatch import Kernel, plan, reads_rows_along_k
 from operators.gemm.triton_splitk import autotuned_pick
 
 SHAPES = ("20120,512,1536", "20120,1536,512,t", "128,4096,4096", "3000,5000,7000", "1024,1024,1024",
           "1000,1000,1000", "256,256,256")
 """The reference shape's forward and dX (``,t``: B transposed), then the sweep's forward shapes
 under 0.95x in session 27 (all tiled since prediction 43)."""
-CONFIGS = {Kernel.TMA: TMA_CONFIGS, Kernel.POINTER: POINTER_CONFIGS}
-"""The tiled kernels' lists; a split-K plan's list is its regime's (split-K or skinny)."""
+CONFIGS = {Kernel.TMA: TMA_CONFIGS, Kernel.POINTER: POINTER_CONFIGS, Kernel.GEMV: GEMV_CONFIGS}
+"""The tiled and matrix-vector kernels' lists; a split-K plan's list is its regime's (split-K or skinny)."""
 
 
 def describe(config: triton.Config | None) -> str:
     if config is None:
         return "none"
     kw = config.kwargs
-    tile = f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x" if "BLOCK_M" in kw else "BK"
+    tile = (f"{kw['BLOCK_M']}x{kw['BLOCK_N']}x" if "BLOCK_M" in kw
+            else f"N{kw['BLOCK_N']}xK" if "BLOCK_N" in kw else "BK")
     extra = "".join(f" {name.lower()}" for name in ("PERSISTENT", "EPILOGUE_SUBTILE", "TMA_LOADS")
                     if kw.get(name))
     return f"{tile}{kw['BLOCK_K']}/s{config.num_stages}/w{config.num_warps}{extra}"
@@ -49,13 +51,15 @@ def describe(config: triton.Config | None) -> str:
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     """Every variant of ``a @ b``."""
     (m, k), n = a.shape, b.shape[1]
-    chosen = plan(m, n, k, "tf32", a.device)
+    chosen = plan(m, n, k, "tf32", a.device, reads_rows_along_k(a, b))
     run("cublas", lambda: torch.mm(a, b))
     run("helion", lambda: helion_impl.fused_matmul(a, b))
     triton_impl.fused_matmul(a, b)  # the autotuner picks
     if chosen.kernel is Kernel.SPLIT_K:
         pick = describe(autotuned_pick(chosen.regime))
         configs = SKINNY_CONFIGS if chosen.regime is Regime.SKINNY else SPLIT_K_CONFIGS
+    elif chosen.kernel is Kernel.GEMV:
+        pick, configs = describe(triton_gemv.autotuned_pick()), GEMV_CONFIGS
     else:
         pick = describe(triton_impl.autotuned_tiled_pick(chosen.kernel))
         configs = CONFIGS[chosen.kernel]
