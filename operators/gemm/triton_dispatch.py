@@ -3,7 +3,9 @@
 
 The tiled kernels live in :mod:`operators.gemm.triton_impl` (one program per output tile over
 the whole of K); the split-K kernel of :mod:`operators.gemm.triton_splitk` serves both the
-split-K and the skinny regimes, with a tile and configs of its own for each.  Each route's
+split-K and the skinny regimes, with a tile and configs of its own for each, except a skinny
+problem of one row (or column) whose operand is read along K, which the matrix-vector kernel of
+:mod:`operators.gemm.triton_gemv` computes.  Each route's
 predictions and their measurements on the H200 are in ``results/h200/gemm/NOTES.md`` (issue 17).
 """
 

@@ -2,7 +2,9 @@
 
 :func:`fused_matmul` runs the kernel that :mod:`operators.gemm.triton_dispatch` picks for the
 shape: one of the two tiled kernels below, or for outputs with fewer tiles than SMs over a long
-K and for skinny (decode) problems the split-K kernel of :mod:`operators.gemm.triton_splitk`.
+K and for skinny (decode) problems the split-K kernel of :mod:`operators.gemm.triton_splitk`,
+or for one row over an operand read along K the matrix-vector kernel of
+:mod:`operators.gemm.triton_gemv`.
 The tiled kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
 
     acc = sum over k-blocks of A[m-block, k-block] @ B[k-block, n-block]     (fp32)
