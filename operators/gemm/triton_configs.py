@@ -72,8 +72,11 @@ POINTER_CONFIGS = [
     pointer_config(64, 128, 32, stages=4, warps=4),
     pointer_config(64, 64, 32, stages=4, warps=4),
     pointer_config(64, 128, 16, stages=3, warps=4),
+    pointer_config(64, 128, 16, stages=1, warps=4),
 ]
-"""The last for K of 16 or less (the decode and 8192x8x8192 backward; gemm NOTES: prediction 41)."""
+"""The last two for K of 16 or less (the decode and 8192x8x8192 backward; gemm NOTES: prediction
+41); unpipelined, the one-step loop loads straight to registers as Inductor's template does
+(gemm NOTES: prediction 57)."""
 
 
 def set_split_k_block_shape(nargs: dict) -> None:
