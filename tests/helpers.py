@@ -149,3 +149,16 @@ def bf16_cpu_exp_records() -> list[Record]:
             rows.append(Record("exp", "fwd", "bfloat16", x, backend, "latency", None, "ms", status="skipped",
                                error=f"{backend}: bf16 is broken in Triton's CPU interpreter"))
     return rows
+
+
+class CountedLaunches:
+    """A Triton kernel (plain or autotuned) whose launches through ``kernel[grid]`` are counted."""
+
+    def __init__(self, kernel: Any):
+        self.kernel, self.launches = kernel, 0
+        self.fn = getattr(kernel, "fn", None)
+
+    def __getitem__(self, grid: Any) -> Any:
+        self.launches += 1
+        return self.kernel[grid]
+

@@ -119,6 +119,13 @@ SKINNY_CONFIGS = (
 or more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us /
 132); BK64/s8 leads at 1x4096x4096 and 16x4096x4096, BK128/s3 at 8192x8x8192 (gemm NOTES:
 probe skinny_plans); the TMA configs are timed beside them (gemm NOTES: prediction 40)."""
+INTERPRETER_SPLIT_K_CONFIGS = (split_k_config(16, stages=2, warps=4, group=2),)
+INTERPRETER_SPLIT_K_TMA_CONFIG = split_k_config(16, stages=2, warps=4, group=2, tma=True)
+"""The interpreter's TMA variant, for tests that run it as a given config."""
+INTERPRETER_TMA_CONFIGS = [tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
+INTERPRETER_POINTER_CONFIGS = [pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
+
+
 def gemv_config(bn: int, bk: int, warps: int, stages: int = 1) -> triton.Config:
     """A config of the matrix-vector kernel: BLOCK_N columns a program, k-blocks of BLOCK_K."""
     return triton.Config({"BLOCK_N": bn, "BLOCK_K": bk}, num_warps=warps, num_stages=stages)
@@ -134,17 +141,13 @@ GEMV_CONFIGS = [
     gemv_config(8, 512, 4, stages=3),
     gemv_config(16, 256, 4, stages=3),
 ]
-"""32 fp32 partial sums a thread in each; 256 to 1024 programs at N = 4096, 1-2 KiB contiguous of
-each of B's rows a step (gemm NOTES: prediction 56)."""
+"""32 fp32 partial sums a thread in each; 128 to 1024 programs at N = 4096, 512 B to 2 KiB
+contiguous of each of B's rows a step (gemm NOTES: prediction 56)."""
 INTERPRETER_GEMV_CONFIGS = [gemv_config(16, 16, 4)]
+"""The interpreter's one matrix-vector config."""
 ACTIVE_GEMV_CONFIGS = INTERPRETER_GEMV_CONFIGS if INTERPRETED else GEMV_CONFIGS
-GEMV_TUNING_KEY = ["N", "K", "B_TRANS", "BIAS_KIND", "stride_bias_m"]
-
-INTERPRETER_SPLIT_K_CONFIGS = (split_k_config(16, stages=2, warps=4, group=2),)
-INTERPRETER_SPLIT_K_TMA_CONFIG = split_k_config(16, stages=2, warps=4, group=2, tma=True)
-"""The interpreter's TMA variant, for tests that run it as a given config."""
-INTERPRETER_TMA_CONFIGS = [tma_config(32, 32, 16, stages=2, warps=4, group=2, subtile=True)]
-INTERPRETER_POINTER_CONFIGS = [pointer_config(32, 32, 16, stages=2, warps=4, group=2)]
+GEMV_TUNING_KEY = ["N", "K", "BIAS_KIND"]
+"""What the matrix-vector kernel's pick depends on (B is always read along K; nothing is pruned)."""
 
 
 ACTIVE_TMA_CONFIGS = INTERPRETER_TMA_CONFIGS if INTERPRETED else TMA_CONFIGS

@@ -78,6 +78,9 @@ class Route:
     row_dot_reason: str = ""
     """Why a one-row (or one-column) problem whose long operand is contiguous along K runs the
     matrix-vector kernel (:attr:`Kernel.GEMV`); empty: it never does."""
+    row_dot_cols: int = 0
+    """The matrix-vector kernel runs only where the output's length over this many columns (its
+    configs' common block) gives every SM a program: it does not split K."""
     whole_k_tile: int = 0
     """For the split-K regime: the side of a square tile the tiled kernels' lists hold in every
     dtype; where tiles of it fill one wave (:func:`~operators.gemm.strategy.whole_k_fills_a_wave`), the
@@ -104,7 +107,8 @@ ROUTES: dict[Regime, Route] = {
                        "parts of 2048 keep more of it in flight than 32 over all of K (gemm NOTES: "
                        "probe skinny_plans)",
         row_dot_reason="M (or N) of 1 over a weight read along K (grad @ w.T at decode): each output "
-                       "a dot of two contiguous rows, no 16-row tile to pad (gemm NOTES: prediction 56)"),
+                       "a dot of two contiguous rows, no 16-row tile to pad (gemm NOTES: prediction 56)",
+        row_dot_cols=16),
 }
 """The Triton kernel of each regime, with the H200's tiles and configs."""
 
@@ -122,7 +126,8 @@ def _interpreted(route: Route) -> Route:
     """``route`` for the CPU interpreter: tiles a quarter the side (16 at least), one config,
     parts in steps of its BLOCK_K, transposed problems' parts of 96 (6 k-blocks: the shared
     test cases' K of 300 in 3 parts, of 7, 7 and 5 k-blocks, as the wave-fill rule cuts it);
-    no whole-K tile (the interpreter's one tiled config is the split-K tile's size)."""
+    no whole-K tile (the interpreter's one tiled config is the split-K tile's size);
+    matrix-vector programs counted in 4 columns (3 SMs: 12 columns and more)."""
     if route.kernel is not Kernel.SPLIT_K:
         return route
     step = INTERPRETER_SPLIT_K_CONFIGS[0].kwargs["BLOCK_K"]
@@ -131,7 +136,8 @@ def _interpreted(route: Route) -> Route:
                                block_n=max(16, route.block_n // 4), configs=INTERPRETER_SPLIT_K_CONFIGS,
                                part_step=step,
                                swapped_block_n=max(16, route.swapped_block_n // 4) if swapped else 0,
-                               swapped_part_k=6 * step if swapped else 0, whole_k_tile=0)
+                               swapped_part_k=6 * step if swapped else 0, whole_k_tile=0,
+                               row_dot_cols=4 if route.row_dot_cols else 0)
 
 
 ACTIVE_ROUTES = {name: _interpreted(route) for name, route in ROUTES.items()} if INTERPRETED else ROUTES
@@ -174,7 +180,7 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, row_dot: bool = False
     route = routes[name]
     if route.kernel is not Kernel.SPLIT_K:
         return Plan(name, Kernel.TMA if tma else Kernel.POINTER)
-    if row_dot and route.row_dot_reason and min(m, n) == 1:
+    if row_dot and route.row_dot_cols and min(m, n) == 1 and -(-max(m, n) // route.row_dot_cols) >= sms:
         return Plan(name, Kernel.GEMV, swap=m != 1)
     tiled = Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     swap = name is Regime.SKINNY and n < m

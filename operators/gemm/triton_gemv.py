@@ -10,8 +10,9 @@ The products run on the CUDA cores: a tensor-core tile is at least 16 rows, 15 o
 here, and the time is the read of ``b`` either way.  Each program keeps a BLOCK_K x BLOCK_N
 block of ``b`` in flight and adds across k once, after the loop, so the k-order of the sums is
 fixed (the same bits every run).  An (M, 1) output whose ``a`` is row-major is the same
-product transposed (:mod:`operators.gemm.triton_dispatch` swaps it).  Loads are masked pointer
-loads with 64-bit offsets: any K, N and strides.
+product transposed (:mod:`operators.gemm.triton_dispatch` swaps it).  Loads and stores are
+masked, with 64-bit offsets into the operands and the output (the bias's are 32-bit, as in the
+other gemm kernels' shared epilogue): any K, N and strides.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from operators.gemm.triton_tiles import epilogue
 def _gemv_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr, N, K,
     stride_ak, stride_bk, stride_bn, stride_cn, stride_bias_m, stride_bias_n, alpha, beta,
-    B_TRANS: tl.constexpr, BIAS_KIND: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BIAS_KIND: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     """``C[0, cols] = alpha * a @ b[:, cols] + beta * bias[0, cols]`` for the ``BLOCK_N`` columns of
-    ``program_id(0)``; ``B_TRANS`` (B's K-stride is 1) only keys the autotuner."""
+    ``program_id(0)``."""
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
     col_offsets = offs_n[None, :].to(tl.int64) * stride_bn
@@ -47,7 +48,8 @@ def _gemv_kernel(
     row = tl.sum(acc, axis=0)[None, :]
     out = epilogue(row, bias_ptr, tl.arange(0, 1), offs_n, 1, N, stride_bias_m, stride_bias_n,
                    alpha, beta, BIAS_KIND)
-    tl.store(c_ptr + offs_n[None, :] * stride_cn, out.to(c_ptr.dtype.element_ty), mask=offs_n[None, :] < N)
+    tl.store(c_ptr + offs_n[None, :].to(tl.int64) * stride_cn, out.to(c_ptr.dtype.element_ty),
+             mask=offs_n[None, :] < N)
 
 
 def gemv(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kind: int, bias: torch.Tensor | None,
@@ -64,7 +66,7 @@ def gemv(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kind: int, bi
     args = dict(a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg, N=n, K=k, stride_ak=a.stride(1),
                 stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cn=out.stride(1),
                 stride_bias_m=bias_arg.stride(0), stride_bias_n=bias_arg.stride(1), alpha=float(alpha),
-                beta=float(beta), B_TRANS=b.stride(0) == 1, BIAS_KIND=bias_kind)
+                beta=float(beta), BIAS_KIND=bias_kind)
     if config is None:
         _gemv_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK_N"]),)](**args)
         return

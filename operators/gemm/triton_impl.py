@@ -396,5 +396,5 @@ def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: flo
 
 def autotuned_tiled_pick(kernel: Kernel) -> triton.Config | None:
     """The config the autotuner ran for the latest call of tiled ``kernel`` (None before any; probes)."""
-    tuned = _matmul_tma_kernel if kernel is Kernel.TMA else _matmul_pointer_kernel
+    tuned = {Kernel.TMA: _matmul_tma_kernel, Kernel.POINTER: _matmul_pointer_kernel}[kernel]
     return getattr(tuned, "best_config", None)

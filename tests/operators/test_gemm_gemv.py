@@ -1,6 +1,7 @@
 """The Triton gemm's matrix-vector path (:mod:`operators.gemm.triton_gemv`): which problems the
-dispatch sends there, and its output and every gradient against float64 through Triton's CPU
-interpreter, at odd sizes, in fp32 and fp16, with each bias kind."""
+dispatch sends there, its output against float64 with each bias kind and the gradients of a
+decode matmul and addmm that run it, through Triton's CPU interpreter, at odd sizes, in fp32
+and fp16."""
 
 from harness.device import prepare_backends
 
@@ -12,7 +13,7 @@ import torch  # noqa: E402
 from operators.gemm import triton_configs, triton_dispatch, triton_gemv, triton_impl  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
-from tests.helpers import tf32_allowed  # noqa: E402
+from tests.helpers import CountedLaunches, tf32_allowed  # noqa: E402
 from tests.operators.gemm_helpers import assert_close, check, randn  # noqa: E402
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
@@ -23,18 +24,6 @@ TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
 def _allow_tf32():
     with tf32_allowed():
         yield
-
-
-class CountedLaunches:
-    """An autotuned Triton kernel whose launches are counted."""
-
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
-        self.fn = kernel.fn
-
-    def __getitem__(self, grid):
-        self.launches += 1
-        return self.kernel[grid]
 
 
 @pytest.fixture
@@ -52,9 +41,18 @@ def h200_plan(m: int, n: int, k: int, row_dot: bool) -> Plan:
 def test_one_row_over_an_operand_read_along_k_takes_the_gemv_kernel():
     assert h200_plan(1, 4096, 4096, row_dot=True) == Plan(Regime.SKINNY, Kernel.GEMV)
     assert h200_plan(4096, 1, 4096, row_dot=True) == Plan(Regime.SKINNY, Kernel.GEMV, swap=True)
+    assert h200_plan(1, 2112, 4096, row_dot=True).kernel is Kernel.GEMV  # 132 programs of 16 columns
     # A row-major weight streams along N, as the split-K kernel reads it; two rows pad a tile less.
     assert h200_plan(1, 4096, 4096, row_dot=False).kernel is Kernel.SPLIT_K
     assert h200_plan(2, 4096, 4096, row_dot=True).kernel is Kernel.SPLIT_K
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 2096, 4096), (1, 512, 4096), (1, 64, 65536), (1, 1, 1 << 20),
+                                           (2096, 1, 4096)])
+def test_a_row_too_short_to_give_every_sm_a_gemv_program_splits_k_instead(m: int, n: int, k: int):
+    # The GEMV does not split K: under 132 programs of 16 columns the split-K kernel cuts K.
+    plan = h200_plan(m, n, k, row_dot=True)
+    assert plan.kernel is Kernel.SPLIT_K and plan.split_k > 1
 
 
 def test_the_row_dot_layouts_are_told_by_the_operand_read_along_k():
@@ -70,7 +68,7 @@ def _bias(kind: str, m: int, n: int, dtype: torch.dtype) -> torch.Tensor | None:
             "column": torch.randn(m, 1, dtype=dtype)}[kind]
 
 
-@pytest.mark.parametrize(("m", "n", "k"), [(1, 45, 77), (1, 300, 513), (1, 1, 33), (37, 1, 29)])
+@pytest.mark.parametrize(("m", "n", "k"), [(1, 45, 77), (1, 300, 513), (1, 13, 1), (37, 1, 29)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 @pytest.mark.parametrize("bias", ["none", "row", "full", "column"])
 def test_gemv_outputs_match_float64_with_the_epilogue(gemv_launches, m: int, n: int, k: int,
@@ -100,6 +98,17 @@ def test_an_addmm_over_a_transposed_weight_at_m_1_matches_float64_in_every_gradi
     check(lambda bias, x, w: triton_impl.addmm(bias, x, w.T, alpha=0.5, beta=2.0),
           lambda bias, x, w: torch.addmm(bias, x, w.T, alpha=0.5, beta=2.0),
           [randn(45, dtype=dtype), randn(1, 201, dtype=dtype), w])
+    assert gemv_launches.launches == 1
+
+
+@pytest.mark.parametrize("operand", ["padded_b", "repeated_b", "padded_a"])
+def test_gemv_reads_operands_of_any_pitch(gemv_launches, operand: str):
+    m, n, k = (37, 1, 29) if operand == "padded_a" else (1, 45, 77)
+    a = torch.randn(m, k + 3)[:, :k] if operand == "padded_a" else torch.randn(m, k)
+    b = {"padded_b": lambda: torch.randn(n, k + 5)[:, :k].T,  # column-major, a pitch of k + 5
+         "repeated_b": lambda: torch.randn(1, k).expand(n, k).T,  # every column the same row
+         "padded_a": lambda: torch.randn(k, n)}[operand]()
+    assert_close(triton_impl.fused_matmul(a, b), a.double() @ b.double())
     assert gemv_launches.launches == 1
 
 

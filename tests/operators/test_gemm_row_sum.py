@@ -16,6 +16,7 @@ import torch  # noqa: E402
 
 from harness.notes import collecting  # noqa: E402
 from harness.tuning.configs import load_store  # noqa: E402
+from harness.tuning.launch import call_with_stored_config  # noqa: E402
 from operators.gemm import (  # noqa: E402
     helion_impl,
     helion_ops,
@@ -27,7 +28,7 @@ from operators.gemm import (  # noqa: E402
     triton_row_sum,
 )
 from operators.gemm.strategy import INTERPRETER_SMS  # noqa: E402
-from tests.helpers import run_compiling  # noqa: E402
+from tests.helpers import CountedLaunches, run_compiling  # noqa: E402
 
 SUMMED_ROWS = {"triton": triton_row_sum.summed_rows, "helion": helion_impl.summed_rows}
 
@@ -90,37 +91,32 @@ def test_the_summed_rows_ops_pass_opcheck(op: str):
     torch.library.opcheck(getattr(torch.ops, op).summed_rows.default, (_grad(37, 45, torch.float32), 0.5))
 
 
-class CountedLaunches:
-    """A Triton kernel whose launches are counted."""
-
-    def __init__(self, kernel):
-        self.kernel, self.launches = kernel, 0
-
-    def __getitem__(self, grid):
-        self.launches += 1
-        return self.kernel[grid]
-
-
 @pytest.mark.parametrize("m", [1, 3, 32])
 def test_a_gradient_of_one_part_is_summed_by_one_triton_launch_into_the_output(monkeypatch, m: int):
     assert row_sum_plan.part_rows(m, 45, INTERPRETER_SMS) >= m  # one part
+    parts = CountedLaunches(triton_row_sum._row_sum_parts_kernel)
     finish = CountedLaunches(triton_row_sum._row_sum_finish_kernel)
+    monkeypatch.setattr(triton_row_sum, "_row_sum_parts_kernel", parts)
     monkeypatch.setattr(triton_row_sum, "_row_sum_finish_kernel", finish)
     grad = _grad(m, 45, torch.float16)
     got = triton_row_sum.summed_rows(grad, -0.75)
-    assert finish.launches == 0 and got.dtype == torch.float16
+    assert (parts.launches, finish.launches) == (1, 0) and got.dtype == torch.float16
     torch.testing.assert_close(got.double(), grad.double().sum(0) * -0.75, rtol=2e-3, atol=2e-3 * m * 4)
 
 
 @pytest.mark.parametrize("m", [1, 3, 32])
-def test_a_gradient_of_one_part_is_summed_by_helion_s_parts_kernel_alone(m: int):
+def test_a_gradient_of_one_part_is_summed_by_helion_s_parts_kernel_alone(monkeypatch, m: int):
+    launched = []
+
+    def recording(kernel, store, key, *args):
+        launched.append(kernel)
+        return call_with_stored_config(kernel, store, key, *args)
+
+    monkeypatch.setattr(helion_impl, "call_with_stored_config", recording)
     grad = _grad(m, 45, torch.float32)
-    notes: list[str] = []
-    with collecting(notes):
-        got = helion_impl.summed_rows(grad, -0.75)
+    got = helion_impl.summed_rows(grad, -0.75)
     torch.testing.assert_close(got.double(), grad.double().sum(0) * -0.75, rtol=1e-5, atol=1e-4)
-    assert any("row_sum_parts|float32" in note for note in notes), notes
-    assert not any("row_sum_finish" in note for note in notes), notes
+    assert launched == [helion_row_sum.row_sum_parts_kernel]
 
 
 @pytest.mark.parametrize("impl", [triton_impl, triton_direct])

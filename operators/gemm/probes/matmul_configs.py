@@ -1,5 +1,6 @@
 """The forward matmul at the shapes where it trails cuBLAS: every config of the kernel its plan
-picks (tiled TMA or pointer, or split-K at the plan's part count), timed flushed, against the
+picks (tiled TMA or pointer, split-K at the plan's part count, or the matrix-vector kernel),
+timed flushed, against the
 autotuner's pick, Helion and cuBLAS, all in one process.
 
 Question: does the autotuner pick a config that our flushed timer finds slow (its own timing

@@ -18,12 +18,12 @@ import itertools
 
 import torch
 
-from operators.gemm import helion_impl
+from operators.gemm import helion_impl, triton_impl
 from operators.gemm.probes.common import Run, probe_matmuls, split_k_call
 from operators.gemm.probes.split_k_configs import describe
 from operators.gemm.strategy import Regime, sm_count
 from operators.gemm.triton_configs import SKINNY_CONFIGS, SPLIT_K_CONFIGS, split_k_config
-from operators.gemm.triton_dispatch import Kernel, Plan, plan
+from operators.gemm.triton_dispatch import Kernel, Plan, plan, reads_rows_along_k
 from operators.gemm.triton_splitk import autotuned_pick
 
 SHAPES = ("8192,8,8192", "16,4096,4096", "1,4096,4096", "8192,8,8192,ta", "16,4096,4096,t",
@@ -53,15 +53,19 @@ def _plans(chosen: Plan, rows: int, cols: int, k: int, sms: int) -> list[Plan]:
 def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     """cuBLAS, Helion, the plan's autotuned pick and every (tile, parts, config) variant of ``a @ b``."""
     (m, k), n = a.shape, b.shape[1]
-    chosen = plan(m, n, k, "tf32", a.device)
+    chosen = plan(m, n, k, "tf32", a.device)  # the split-K plan, were the GEMV not routed
     if chosen.kernel is not Kernel.SPLIT_K:
         raise SystemExit(f"{m}x{n}x{k} runs {chosen.kernel.value}, not split-K")
     run("cublas", lambda: torch.mm(a, b))
     run("helion", lambda: helion_impl.fused_matmul(a, b))
+    routed = plan(m, n, k, "tf32", a.device, reads_rows_along_k(a, b))
+    if routed.kernel is Kernel.GEMV:
+        run("triton plan (gemv)", lambda: triton_impl.fused_matmul(a, b))
     rows, cols = (n, m) if chosen.swap else (m, n)
     split_k_call(a, b, chosen, None)()  # the autotuner picks
     pick = describe(autotuned_pick(chosen.regime))
-    run(f"triton plan {chosen.block_m}x{chosen.block_n}, {chosen.split_k} parts ({pick})",
+    label = "plan" if routed == chosen else "split-K"
+    run(f"triton {label} {chosen.block_m}x{chosen.block_n}, {chosen.split_k} parts ({pick})",
         split_k_call(a, b, chosen, None))
     configs = (SKINNY_CONFIGS if chosen.regime is Regime.SKINNY else SPLIT_K_CONFIGS) + EXTRA_CONFIGS
     for variant in _plans(chosen, rows, cols, k, sm_count(a.device)):
