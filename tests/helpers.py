@@ -161,4 +161,3 @@ class CountedLaunches:
     def __getitem__(self, grid: Any) -> Any:
         self.launches += 1
         return self.kernel[grid]
-

@@ -142,7 +142,7 @@ GEMV_CONFIGS = [
     gemv_config(16, 256, 4, stages=3),
 ]
 """32 fp32 partial sums a thread in each; 128 to 1024 programs at N = 4096, 512 B to 2 KiB
-contiguous of each of B's rows a step (gemm NOTES: prediction 56)."""
+contiguous of each of B's rows a step in 16-bit types (gemm NOTES: prediction 56)."""
 INTERPRETER_GEMV_CONFIGS = [gemv_config(16, 16, 4)]
 """The interpreter's one matrix-vector config."""
 ACTIVE_GEMV_CONFIGS = INTERPRETER_GEMV_CONFIGS if INTERPRETED else GEMV_CONFIGS

@@ -77,10 +77,11 @@ class Route:
     swapped_reason: str = ""
     row_dot_reason: str = ""
     """Why a one-row (or one-column) problem whose long operand is contiguous along K runs the
-    matrix-vector kernel (:attr:`Kernel.GEMV`); empty: it never does."""
+    matrix-vector kernel (:attr:`Kernel.GEMV`)."""
     row_dot_cols: int = 0
-    """The matrix-vector kernel runs only where the output's length over this many columns (its
-    configs' common block) gives every SM a program: it does not split K."""
+    """The matrix-vector kernel runs only where the output's length over this many columns (a
+    representative block of its configs) gives every SM a program, as it does not split K; 0:
+    it never runs."""
     whole_k_tile: int = 0
     """For the split-K regime: the side of a square tile the tiled kernels' lists hold in every
     dtype; where tiles of it fill one wave (:func:`~operators.gemm.strategy.whole_k_fills_a_wave`), the
@@ -127,7 +128,8 @@ def _interpreted(route: Route) -> Route:
     parts in steps of its BLOCK_K, transposed problems' parts of 96 (6 k-blocks: the shared
     test cases' K of 300 in 3 parts, of 7, 7 and 5 k-blocks, as the wave-fill rule cuts it);
     no whole-K tile (the interpreter's one tiled config is the split-K tile's size);
-    matrix-vector programs counted in 4 columns (3 SMs: 12 columns and more)."""
+    matrix-vector programs counted in 4 columns (3 SMs: 9 columns and more, so that test rows
+    of a dozen columns reach the route)."""
     if route.kernel is not Kernel.SPLIT_K:
         return route
     step = INTERPRETER_SPLIT_K_CONFIGS[0].kwargs["BLOCK_K"]
@@ -175,7 +177,8 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, row_dot: bool = False
            limits: Limits = ACTIVE_LIMITS, routes: dict[Regime, Route] = ACTIVE_ROUTES) -> Plan:
     """The plan of ``(m, k) @ (k, n)`` on ``sms`` SMs; ``tma``: whether the TMA kernel could serve
     it; ``row_dot``: whether the operand the single output row (column) is taken across, B at
-    M = 1 (A at N = 1), is contiguous along K."""
+    M = 1 (A at N = 1), is contiguous along K (the matrix-vector kernel then runs where the row
+    is long enough: :attr:`Route.row_dot_cols`)."""
     name = regime(m, n, k, sms, limits)
     route = routes[name]
     if route.kernel is not Kernel.SPLIT_K:

@@ -396,5 +396,7 @@ def addmm(bias: torch.Tensor, mat1: torch.Tensor, mat2: torch.Tensor, alpha: flo
 
 def autotuned_tiled_pick(kernel: Kernel) -> triton.Config | None:
     """The config the autotuner ran for the latest call of tiled ``kernel`` (None before any; probes)."""
-    tuned = {Kernel.TMA: _matmul_tma_kernel, Kernel.POINTER: _matmul_pointer_kernel}[kernel]
-    return getattr(tuned, "best_config", None)
+    tiled = {Kernel.TMA: _matmul_tma_kernel, Kernel.POINTER: _matmul_pointer_kernel}
+    if kernel not in tiled:
+        raise ValueError(f"{kernel.value} is not a tiled kernel: tma or pointer")
+    return getattr(tiled[kernel], "best_config", None)

@@ -41,7 +41,7 @@ def h200_plan(m: int, n: int, k: int, row_dot: bool) -> Plan:
 def test_one_row_over_an_operand_read_along_k_takes_the_gemv_kernel():
     assert h200_plan(1, 4096, 4096, row_dot=True) == Plan(Regime.SKINNY, Kernel.GEMV)
     assert h200_plan(4096, 1, 4096, row_dot=True) == Plan(Regime.SKINNY, Kernel.GEMV, swap=True)
-    assert h200_plan(1, 2112, 4096, row_dot=True).kernel is Kernel.GEMV  # 132 programs of 16 columns
+    assert h200_plan(1, 2097, 4096, row_dot=True).kernel is Kernel.GEMV  # 132 programs of 16 columns
     # A row-major weight streams along N, as the split-K kernel reads it; two rows pad a tile less.
     assert h200_plan(1, 4096, 4096, row_dot=False).kernel is Kernel.SPLIT_K
     assert h200_plan(2, 4096, 4096, row_dot=True).kernel is Kernel.SPLIT_K
@@ -53,6 +53,17 @@ def test_a_row_too_short_to_give_every_sm_a_gemv_program_splits_k_instead(m: int
     # The GEMV does not split K: under 132 programs of 16 columns the split-K kernel cuts K.
     plan = h200_plan(m, n, k, row_dot=True)
     assert plan.kernel is Kernel.SPLIT_K and plan.split_k > 1
+
+
+def test_the_interpreter_s_route_counts_programs_of_4_columns_on_its_3_sms():
+    cpu = torch.device("cpu")
+    assert triton_dispatch.plan(1, 8, 77, "tf32", cpu, True).kernel is Kernel.SPLIT_K
+    assert triton_dispatch.plan(1, 9, 77, "tf32", cpu, True).kernel is Kernel.GEMV
+
+
+def test_only_the_tiled_kernels_have_a_tiled_pick():
+    with pytest.raises(ValueError, match="gemv is not a tiled kernel"):
+        triton_impl.autotuned_tiled_pick(Kernel.GEMV)
 
 
 def test_the_row_dot_layouts_are_told_by_the_operand_read_along_k():

@@ -1,7 +1,6 @@
 """The forward matmul at the shapes where it trails cuBLAS: every config of the kernel its plan
 picks (tiled TMA or pointer, split-K at the plan's part count, or the matrix-vector kernel),
-timed flushed, against the
-autotuner's pick, Helion and cuBLAS, all in one process.
+timed flushed, against the autotuner's pick, Helion and cuBLAS, all in one process.
 
 Question: does the autotuner pick a config that our flushed timer finds slow (its own timing
 runs unflushed, once per process), or does no config of the list reach cuBLAS?  Shapes are
