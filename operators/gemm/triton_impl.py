@@ -1,11 +1,9 @@
 """Matrix multiplication with a fused addmm epilogue, in Triton, for the gemm and addmm operators.
 
-:func:`fused_matmul` runs the kernel that :mod:`operators.gemm.triton_dispatch` picks for the
-shape: one of the two tiled kernels below, or for outputs with fewer tiles than SMs over a long
-K and for skinny (decode) problems the split-K kernel of :mod:`operators.gemm.triton_splitk`,
-or for one row over an operand read along K the matrix-vector kernel of
-:mod:`operators.gemm.triton_gemv`.
-The tiled kernels compute one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
+:func:`fused_matmul` runs the kernel :mod:`operators.gemm.triton_dispatch` picks: a tiled kernel
+below, the split-K kernel of :mod:`operators.gemm.triton_splitk` (few tiles over a long K; skinny
+problems) or the matrix-vector one of :mod:`operators.gemm.triton_gemv` (one row read along K).
+A tiled kernel computes one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
 
     acc = sum over k-blocks of A[m-block, k-block] @ B[k-block, n-block]     (fp32)
     C   = alpha * acc + beta * bias                                           (bias optional)
