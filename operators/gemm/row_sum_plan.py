@@ -18,3 +18,9 @@ def part_rows(m: int, n: int, sms: int) -> int:
     parts = max(1, -(-PROGRAMS_PER_SM * sms // column_blocks))
     rows = -(-m // parts)
     return max(ROW_STEP, round(rows / ROW_STEP) * ROW_STEP)
+
+
+def part_count(m: int, rows: int) -> int:
+    """How many parts of ``rows`` rows cover M rows (one at least: an empty sum is one part of
+    zeros); with one, the parts kernel writes the output itself."""
+    return max(1, -(-m // rows))

@@ -183,7 +183,8 @@ def choose(m: int, n: int, k: int, *, sms: int, tma: bool, row_dot: bool = False
     route = routes[name]
     if route.kernel is not Kernel.SPLIT_K:
         return Plan(name, Kernel.TMA if tma else Kernel.POINTER)
-    if row_dot and route.row_dot_cols and min(m, n) == 1 and -(-max(m, n) // route.row_dot_cols) >= sms:
+    row_dot_programs = triton.cdiv(max(m, n), route.row_dot_cols) if route.row_dot_cols else 0
+    if row_dot and min(m, n) == 1 and row_dot_programs >= sms:
         return Plan(name, Kernel.GEMV, swap=m != 1)
     tiled = Plan(Regime.TILED, Kernel.TMA if tma else Kernel.POINTER)
     swap = name is Regime.SKINNY and n < m

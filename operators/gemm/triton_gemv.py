@@ -22,8 +22,8 @@ import triton
 import triton.language as tl
 
 from operators.gemm.autotune_timer import flushed_bench
-from operators.gemm.triton_configs import ACTIVE_GEMV_CONFIGS, FULL_BIAS, GEMV_TUNING_KEY, NO_BIAS
-from operators.gemm.triton_tiles import epilogue
+from operators.gemm.triton_configs import ACTIVE_GEMV_CONFIGS, GEMV_TUNING_KEY
+from operators.gemm.triton_tiles import epilogue, transposed_problem
 
 
 @triton.autotune(configs=ACTIVE_GEMV_CONFIGS, key=GEMV_TUNING_KEY, do_bench=flushed_bench)
@@ -59,8 +59,7 @@ def gemv(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kind: int, bi
     ``out``'s shape, of kind ``bias_kind``.  ``config``: run on it instead of the autotuner's
     pick (probes)."""
     if swap:
-        a, b, out = b.mT, a.mT, out.mT
-        bias_kind, bias = (NO_BIAS, None) if bias is None else (FULL_BIAS, bias.mT)
+        a, b, out, bias_kind, bias = transposed_problem(a, b, out, bias)
     k, n = b.shape
     bias_arg = out if bias is None else bias
     args = dict(a_ptr=a, b_ptr=b, c_ptr=out, bias_ptr=bias_arg, N=n, K=k, stride_ak=a.stride(1),

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from operators.gemm.row_sum_plan import COLUMNS, ROW_STEP, part_rows
+from operators.gemm.row_sum_plan import COLUMNS, ROW_STEP, part_count, part_rows
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import INTERPRETED
 
@@ -78,7 +78,7 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
         return out
     column_blocks = triton.cdiv(n, BLOCK_N)
     rows = part_rows(m, n, sm_count(grad.device))
-    parts = max(1, triton.cdiv(m, rows))
+    parts = part_count(m, rows)
     final = parts == 1
     part = out if final else torch.empty((parts, n), dtype=torch.float32, device=grad.device)
     _row_sum_parts_kernel[(column_blocks, parts)](

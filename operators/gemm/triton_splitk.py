@@ -32,14 +32,12 @@ from operators.gemm.alignment import is_tma_aligned
 from operators.gemm.autotune_timer import flushed_bench
 from operators.gemm.strategy import Regime
 from operators.gemm.triton_configs import (
-    FULL_BIAS,
     INTERPRETED,
-    NO_BIAS,
     SPLIT_K_TUNING_KEY,
     prune_split_k,
 )
 from operators.gemm.triton_dispatch import ACTIVE_ROUTES, Kernel, Plan
-from operators.gemm.triton_tiles import epilogue, tile_coords
+from operators.gemm.triton_tiles import epilogue, tile_coords, transposed_problem
 
 REDUCE_BLOCK = (16, 16) if INTERPRETED else (32, 128)
 MAX_BLOCK_K = max(c.kwargs["BLOCK_K"] for route in ACTIVE_ROUTES.values() for c in route.configs)
@@ -139,9 +137,7 @@ def split_k_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias_kin
     ``config``: run the parts kernel on this config instead of the autotuner's pick (probes).
     """
     if plan.swap:
-        a, b, out = b.mT, a.mT, out.mT
-        bias = None if bias is None else bias.mT
-        bias_kind = NO_BIAS if bias is None else FULL_BIAS
+        a, b, out, bias_kind, bias = transposed_problem(a, b, out, bias)
     (m, k), n = a.shape, b.shape[1]
     bias_arg = out if bias is None else bias
     common = dict(M=m, N=n, stride_cm=out.stride(0), stride_cn=out.stride(1),

@@ -39,6 +39,14 @@ def epilogue(acc, bias_ptr, offs_m, offs_n, M, N, stride_bias_m, stride_bias_n, 
     return out
 
 
+def transposed_problem(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: torch.Tensor | None
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
+    """``a``, ``b``, ``out``, the bias kind and the bias of ``out.T = b.T @ a.T``, for ``bias`` None
+    or broadcast to ``out``'s shape: its transpose is a full bias, whatever it was."""
+    kind, bias = (NO_BIAS, None) if bias is None else (FULL_BIAS, bias.mT)
+    return b.mT, a.mT, out.mT, kind, bias
+
+
 def bias_kind(bias: torch.Tensor | None, m: int, n: int) -> tuple[int, torch.Tensor | None]:
     """Classify ``bias`` broadcast to (M, N): absent, a row vector, or a full matrix (any strides,
     also a column vector broadcast along the rows)."""

@@ -1,5 +1,6 @@
 """What the gemm kernel tests share: random operands, the float64 reference of an output and
-its gradients, the comparison against it, and the regime cases both backends' dispatch runs."""
+its gradients, the comparison against it, the regime cases both backends' dispatch runs and
+the Triton dispatch's plan at the H200's scale."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Callable
 
 import torch
 
-from operators.gemm.strategy import Regime
+from operators.gemm import triton_dispatch
+from operators.gemm.strategy import GPU_LIMITS, Regime
+from operators.gemm.triton_dispatch import Plan
 
 TOL = {torch.float32: 1e-4, torch.float16: 2e-2}
 
@@ -68,3 +71,14 @@ REGIME_CASES: dict[str, tuple[tuple[int, int, int], list[RegimePlan]]] = {
 }
 """Shapes of the interpreter's regimes (its limits, 3 SMs) with no dim a multiple of 16, whose K of
 300 is long enough to be cut into 3 parts, and the plans both backends run on them."""
+
+
+H200_SMS = 132
+
+
+def h200_plan(m: int, n: int, k: int, tma: bool = True, row_dot: bool = False) -> Plan:
+    """The Triton dispatch's plan of ``(m, k) @ (k, n)`` at the H200's scale (its SMs, the GPU
+    limits and routes), whatever machine runs the test."""
+    return triton_dispatch.choose(m, n, k, sms=H200_SMS, tma=tma, row_dot=row_dot, limits=GPU_LIMITS,
+                                  routes=triton_dispatch.ROUTES)
+

@@ -11,10 +11,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from operators.gemm import triton_configs, triton_dispatch, triton_gemv, triton_impl  # noqa: E402
-from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
+from operators.gemm.strategy import Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
 from tests.helpers import CountedLaunches, tf32_allowed  # noqa: E402
-from tests.operators.gemm_helpers import assert_close, check, randn  # noqa: E402
+from tests.operators.gemm_helpers import assert_close, check, h200_plan, randn  # noqa: E402
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
 """Of the output's largest magnitude: fp16 rounds the output itself."""
@@ -31,11 +31,6 @@ def gemv_launches(monkeypatch: pytest.MonkeyPatch) -> CountedLaunches:
     counted = CountedLaunches(triton_gemv._gemv_kernel)
     monkeypatch.setattr(triton_gemv, "_gemv_kernel", counted)
     return counted
-
-
-def h200_plan(m: int, n: int, k: int, row_dot: bool) -> Plan:
-    return triton_dispatch.choose(m, n, k, sms=132, tma=True, row_dot=row_dot, limits=GPU_LIMITS,
-                                  routes=triton_dispatch.ROUTES)
 
 
 def test_one_row_over_an_operand_read_along_k_takes_the_gemv_kernel():

@@ -25,20 +25,13 @@ from operators.gemm.operator import GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
 from tests.helpers import run_compiling, tf32_allowed  # noqa: E402
-from tests.operators.gemm_helpers import REGIME_CASES, assert_close  # noqa: E402
-
-H200_SMS = 132
+from tests.operators.gemm_helpers import H200_SMS, REGIME_CASES, assert_close, h200_plan  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _allow_tf32():
     with tf32_allowed():
         yield
-
-
-def h200_plan(m: int, n: int, k: int, tma: bool = True) -> Plan:
-    return triton_dispatch.choose(m, n, k, sms=H200_SMS, tma=tma, limits=GPU_LIMITS,
-                                  routes=triton_dispatch.ROUTES)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,11 +58,10 @@ def probe_shape(a: torch.Tensor, b: torch.Tensor, run: Run) -> None:
     if chosen.kernel is Kernel.SPLIT_K:
         pick = describe(autotuned_pick(chosen.regime))
         configs = SKINNY_CONFIGS if chosen.regime is Regime.SKINNY else SPLIT_K_CONFIGS
-    elif chosen.kernel is Kernel.GEMV:
-        pick, configs = describe(triton_gemv.autotuned_pick()), GEMV_CONFIGS
     else:
-        pick = describe(triton_impl.autotuned_tiled_pick(chosen.kernel))
-        configs = CONFIGS[chosen.kernel]
+        picked = (triton_gemv.autotuned_pick() if chosen.kernel is Kernel.GEMV
+                  else triton_impl.autotuned_tiled_pick(chosen.kernel))
+        pick, configs = describe(picked), CONFIGS[chosen.kernel]
     label = plan_label(chosen)
     run(f"triton autotuned ({label} {pick})", lambda: triton_impl.fused_matmul(a, b))
     if chosen.kernel is Kernel.TMA:
