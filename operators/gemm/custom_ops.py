@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from operators.gemm.alignment import output_buffer
-from operators.gemm.autograd import SummedRows, bias_gradient, torch_summed_rows
+from operators.gemm.autograd import SummedRows, bias_gradient, operand_gradients, torch_summed_rows
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,8 @@ def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor],
 
     def matmul_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         a, b = ctx.saved_tensors
-        grad_a = matmul_op(grad, b.mT) if ctx.needs_input_grad[0] else None
-        grad_b = matmul_op(a.mT, grad) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
+        return operand_gradients(a, b, ctx.needs_input_grad[:2], lambda: matmul_op(grad, b.mT),
+                                 lambda: matmul_op(a.mT, grad))
 
     def save_addmm(ctx, inputs: tuple, output: torch.Tensor) -> None:
         bias, mat1, mat2, alpha, beta = inputs
@@ -73,13 +72,12 @@ def define_matmul_ops(namespace: str, fused_matmul: Callable[..., torch.Tensor],
 
     def addmm_backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         mat1, mat2 = ctx.saved_tensors
-        grad_bias = grad_mat1 = grad_mat2 = None
+        grad_bias = None
         if ctx.bias_shape is not None and ctx.needs_input_grad[0]:
             grad_bias = bias_gradient(grad, ctx.bias_shape, ctx.beta, row_sum)
-        if ctx.needs_input_grad[1]:
-            grad_mat1 = addmm_op(None, grad, mat2.mT, ctx.alpha, 0.0)
-        if ctx.needs_input_grad[2]:
-            grad_mat2 = addmm_op(None, mat1.mT, grad, ctx.alpha, 0.0)
+        grad_mat1, grad_mat2 = operand_gradients(
+            mat1, mat2, ctx.needs_input_grad[1:3], lambda: addmm_op(None, grad, mat2.mT, ctx.alpha, 0.0),
+            lambda: addmm_op(None, mat1.mT, grad, ctx.alpha, 0.0))
         return grad_bias, grad_mat1, grad_mat2, None, None
 
     matmul_op.register_autograd(matmul_backward, setup_context=save_operands)

@@ -21,15 +21,31 @@ import torch
 import triton
 import triton.language as tl
 
-from operators.gemm.row_sum_plan import COLUMNS, ROW_STEP, part_count, part_rows
+from operators.gemm.row_sum_plan import column_block, part_count, part_rows, row_block
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import INTERPRETED
 
-BLOCK_M, BLOCK_N = (16, 16) if INTERPRETED else (ROW_STEP, COLUMNS)
-"""A program's tile: 32 rows of 128 columns, 256 contiguous bytes a row in bf16."""
-FINISH_BLOCK_P, FINISH_BLOCK_N = (16, 16) if INTERPRETED else (32, 64)
-"""The finish's step: 32 parts of 64 columns, 8 programs at N = 512 (Helion's tuned finish of
-the same sum: gemm NOTES, "Session 17")."""
+INTERPRETER_TILE = (16, 16)
+"""Both kernels' tile under the interpreter (rows or parts, columns)."""
+FINISH_BLOCK_P, FINISH_BLOCK_N = 32, 64
+"""The finish's step at N of 64 or more: 32 parts of 64 columns, 8 programs at N = 512 (Helion's
+tuned finish of the same sum: gemm NOTES, "Session 17"); narrower, as many more parts."""
+
+
+def parts_tile(n: int) -> tuple[int, int]:
+    """The parts kernel's tile at N: :func:`~operators.gemm.row_sum_plan.row_block` rows of
+    :func:`~operators.gemm.row_sum_plan.column_block` columns (32 x 128, 256 contiguous bytes a
+    row in bf16, from N = 128; 256 x 16 at N = 8)."""
+    return INTERPRETER_TILE if INTERPRETED else (row_block(n), column_block(n))
+
+
+def finish_tile(n: int) -> tuple[int, int]:
+    """The finish's tile at N: (parts, columns), :data:`FINISH_BLOCK_P` x :data:`FINISH_BLOCK_N`
+    elements."""
+    if INTERPRETED:
+        return INTERPRETER_TILE
+    columns = min(FINISH_BLOCK_N, column_block(n))
+    return FINISH_BLOCK_P * FINISH_BLOCK_N // columns, columns
 
 
 @triton.jit
@@ -76,16 +92,17 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     out = torch.empty(n, dtype=grad.dtype, device=grad.device)
     if n == 0:
         return out
-    column_blocks = triton.cdiv(n, BLOCK_N)
+    block_m, block_n = parts_tile(n)
     rows = part_rows(m, n, sm_count(grad.device))
     parts = part_count(m, rows)
     final = parts == 1
     part = out if final else torch.empty((parts, n), dtype=torch.float32, device=grad.device)
-    _row_sum_parts_kernel[(column_blocks, parts)](
+    _row_sum_parts_kernel[(triton.cdiv(n, block_n), parts)](
         grad, part, m, n, grad.stride(0), grad.stride(1), rows, float(beta), FINAL=final,
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)
+        BLOCK_M=block_m, BLOCK_N=block_n)
     if final:
         return out
-    _row_sum_finish_kernel[(triton.cdiv(n, FINISH_BLOCK_N),)](part, out, n, parts, float(beta),
-                                                              BLOCK_P=FINISH_BLOCK_P, BLOCK_N=FINISH_BLOCK_N)
+    block_p, block_n = finish_tile(n)
+    _row_sum_finish_kernel[(triton.cdiv(n, block_n),)](part, out, n, parts, float(beta),
+                                                        BLOCK_P=block_p, BLOCK_N=block_n)
     return out

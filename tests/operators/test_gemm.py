@@ -144,3 +144,41 @@ def test_the_bias_gradient_is_beta_times_grad_summed_to_the_bias_and_grad_itself
     got = bias_gradient(grad, torch.Size(bias_shape), beta, torch_summed_rows)
     torch.testing.assert_close(got, beta * grad.sum_to_size(bias_shape), rtol=0, atol=0)
     assert (got is grad) == (bias_shape == (6, 5) and beta == 1.0)  # no copy, as torch's addmm
+
+
+def _recording_matmul(order: list[tuple[int, int]]):
+    def fused(x, y, bias=None, alpha=1.0, beta=1.0):
+        order.append((x.shape[0], y.shape[1]))
+        out = alpha * x @ y
+        return out if bias is None else out + beta * bias
+
+    return fused
+
+
+@pytest.mark.parametrize("path", ["function", "custom_op"])
+@pytest.mark.parametrize(("m", "k", "n"), [(40, 24, 8), (8, 24, 40), (24, 24, 24)])
+def test_the_backward_computes_the_larger_operand_gradient_last(path: str, m: int, k: int, n: int) -> None:
+    # Its dirty L2 lines are then written back after the call, not inside the other gradient's
+    # matmul (gemm NOTES: prediction 58); a tie keeps dX first.  Both gradients stay exact.
+    from operators.gemm import autograd
+    from operators.gemm.custom_ops import define_matmul_ops
+
+    order: list[tuple[int, int]] = []
+    fused = _recording_matmul(order)
+    ops = define_matmul_ops(f"opbench_order_test_{m}_{k}_{n}", fused) if path == "custom_op" else None
+    a = torch.randn(m, k, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(k, n, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(n, dtype=torch.float64, requires_grad=True)
+    out = (ops.addmm(bias, a, b, 1.5, 0.5) if ops else autograd.addmm(bias, a, b, 1.5, 0.5, fused))
+    grad = torch.randn_like(out)
+    order.clear()
+    out.backward(grad)
+    dx_first = m * k <= k * n
+    assert order == ([(m, k), (k, n)] if dx_first else [(k, n), (m, k)])
+    torch.testing.assert_close(a.grad, 1.5 * grad @ b.detach().T)
+    torch.testing.assert_close(b.grad, 1.5 * a.detach().T @ grad)
+    torch.testing.assert_close(bias.grad, 0.5 * grad.sum(0))
+    product = ops.matmul(a.detach(), b) if ops else autograd.matmul(a.detach(), b, fused)
+    order.clear()
+    product.backward(grad)
+    assert order == [(k, n)]  # a gradient not needed is not computed

@@ -16,7 +16,7 @@ import triton
 from triton.compiler import ASTSource
 
 from harness.tuning.configs import config_key, load_store
-from operators.gemm import helion_impl, helion_tuning, triton_row_sum
+from operators.gemm import helion_impl, helion_tuning, row_sum_plan, triton_row_sum
 from tests.operators.sm90.helion_sm90 import SM90, SM90_MAX_SHARED, report, shared_memory
 
 
@@ -32,13 +32,18 @@ def main() -> int:
                        "FINAL": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
     finish_signature = {"part_ptr": "*fp32", "out_ptr": "*bf16", "N": "i32", "parts": "i32", "beta": "fp32",
                         "BLOCK_P": "constexpr", "BLOCK_N": "constexpr"}
-    for final in (False, True):
-        signature = {**parts_signature, "part_ptr": "*bf16" if final else "*fp32"}
-        label = f"triton _row_sum_parts_kernel{' (final)' if final else ''}"
-        sizes.append(report(label, lambda s=signature, f=final: triton_shared(
-            triton_row_sum._row_sum_parts_kernel, s, {"FINAL": f, "BLOCK_M": 32, "BLOCK_N": 128})))
-    sizes.append(report("triton _row_sum_finish_kernel", lambda: triton_shared(
-        triton_row_sum._row_sum_finish_kernel, finish_signature, {"BLOCK_P": 32, "BLOCK_N": 64})))
+    for n in (128, 8):  # the widest tile, and the narrowest (gemm NOTES: prediction 59)
+        block_m, block_n = row_sum_plan.row_block(n), row_sum_plan.column_block(n)
+        for final in (False, True):
+            signature = {**parts_signature, "part_ptr": "*bf16" if final else "*fp32"}
+            label = f"triton _row_sum_parts_kernel {block_m}x{block_n}{' (final)' if final else ''}"
+            sizes.append(report(label, lambda s=signature, f=final, t=(block_m, block_n): triton_shared(
+                triton_row_sum._row_sum_parts_kernel, s, {"FINAL": f, "BLOCK_M": t[0], "BLOCK_N": t[1]})))
+        block_p, block_n = triton_row_sum.finish_tile(n)
+        sizes.append(report(f"triton _row_sum_finish_kernel {block_p}x{block_n}",
+                            lambda t=(block_p, block_n): triton_shared(
+                                triton_row_sum._row_sum_finish_kernel, finish_signature,
+                                {"BLOCK_P": t[0], "BLOCK_N": t[1]})))
     stored = load_store(helion_impl.CONFIG_PATH)
     for name, kernel in helion_tuning.ROW_SUM_KERNELS.items():
         for bucket in ("small", "large"):
