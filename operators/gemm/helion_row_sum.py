@@ -5,8 +5,8 @@ For ``grad`` (M, N) and parts of ``R`` rows each (the last one shorter), in fp32
     part[s] = grad[s*R : (s+1)*R, :].sum(0)                  row_sum_parts_kernel
     out     = beta * part.sum(0)                             row_sum_finish_kernel (cast to grad's dtype)
 
-With one part (the decode shapes) the parts kernel writes ``out`` itself, ``beta * part[0]`` cast,
-and the finish is not launched, as in Triton.
+With one part (the decode shapes; up to 256 rows at N of 16 or less) the parts kernel writes
+``out`` itself, ``beta * part[0]`` cast, and the finish is not launched, as in Triton.
 
 As :mod:`operators.gemm.triton_row_sum` (whose docstring says why there are parts): the parts
 give every SM programs at addmm's narrow N, and the second kernel adds them in one fixed order.

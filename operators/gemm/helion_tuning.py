@@ -176,9 +176,10 @@ _ROW_SUM_CANDIDATES = {
     "row_sum_finish": [_row_sum_finish_candidate(32, 128, 4), _row_sum_finish_candidate(16, 128, 4),
                        _row_sum_finish_candidate(32, 64, 4), _row_sum_finish_candidate(64, 128, 8)],
 }
-"""Tiles of 128 bf16 columns (256 contiguous bytes a row) as Triton's row sum, and their neighbours;
-the parts' row blocks divide :data:`~operators.gemm.row_sum_plan.ROW_STEP`, so no part ends in a
-half-masked block.  The same in both buckets."""
+"""Tiles of 128 bf16 columns (256 contiguous bytes a row), as Triton's row sum at the tuning
+shapes' N (512 and 1024), and their neighbours; the parts' row blocks divide
+:data:`~operators.gemm.row_sum_plan.ROW_STEP`, so no part ends in a half-masked block.  The same
+in both buckets."""
 
 
 def tuning_candidates(kernel_name: str, bucket: str) -> list[helion.Config]:

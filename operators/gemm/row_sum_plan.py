@@ -29,7 +29,7 @@ def row_block(n: int) -> int:
 def part_rows(m: int, n: int, sms: int) -> int:
     """Rows each part of an (M, N) row sum covers: about enough parts for :data:`PROGRAMS_PER_SM`
     programs an SM over N's column blocks, rounded to whole tiles (:func:`row_block`)."""
-    column_blocks = -(-n // column_block(n))
+    column_blocks = max(1, -(-n // column_block(n)))
     parts = max(1, -(-PROGRAMS_PER_SM * sms // column_blocks))
     rows = -(-m // parts)
     step = row_block(n)

@@ -5,8 +5,9 @@ For ``grad`` (M, N) and ``S`` parts of ``R`` rows each (the last one shorter), i
     part[s] = grad[s*R : (s+1)*R, :].sum(0)                  _row_sum_parts_kernel
     out     = beta * (part[0] + part[1] + ... + part[S-1])   _row_sum_finish_kernel (cast to grad's dtype)
 
-With one part (M of at most ``R``: the decode shapes) the parts kernel writes ``out`` itself,
-``beta * part[0]`` cast, and the finish is not launched: the same bits, one launch fewer.
+With one part (M of at most ``R``: the decode shapes; up to 256 rows at N of 16 or less) the
+parts kernel writes ``out`` itself, ``beta * part[0]`` cast, and the finish is not launched: the
+same bits, one launch fewer.
 
 The parts give every SM a few programs even where N is narrow (N = 512 at addmm's reference
 shapes is 4 column blocks): torch's ``grad.sum(0)`` takes 33 us there (gemm NOTES, "The bias

@@ -90,6 +90,19 @@ def test_a_narrow_gradient_is_summed_in_tall_tiles_and_few_parts():
     assert widths == [16, 16, 32, 64, 128, 128, 128]
 
 
+@pytest.mark.parametrize(("m", "n"), [(8192, 8), (257, 8), (1000, 17), (3000, 45), (300, 129)])
+def test_the_gpu_s_tiles_sum_narrow_and_wide_gradients_through_the_interpreter(monkeypatch, m: int, n: int):
+    # The interpreter's own tile is 16x16; these are the tiles the kernels take on a GPU
+    # (256x16 and 128x16 at N = 8), run through it at the H100's part count.
+    monkeypatch.setattr(triton_row_sum, "INTERPRETED", False)
+    monkeypatch.setattr(triton_row_sum, "sm_count", lambda device: 132)
+    assert triton_row_sum.parts_tile(n) == (row_sum_plan.row_block(n), row_sum_plan.column_block(n))
+    grad = _grad(m, n, torch.float16)
+    got = triton_row_sum.summed_rows(grad, 0.5)
+    scale = grad.double().abs().sum(0).max().item()
+    torch.testing.assert_close(got.double(), grad.double().sum(0) * 0.5, rtol=2e-3, atol=2e-3 * scale)
+
+
 @pytest.mark.parametrize("backend", SUMMED_ROWS)
 def test_an_empty_gradient_sums_to_zeros_and_no_columns_to_nothing(backend: str):
     assert torch.equal(SUMMED_ROWS[backend](torch.empty(0, 5), 2.0), torch.zeros(5))

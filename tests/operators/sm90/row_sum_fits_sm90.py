@@ -16,7 +16,7 @@ import triton
 from triton.compiler import ASTSource
 
 from harness.tuning.configs import config_key, load_store
-from operators.gemm import helion_impl, helion_tuning, row_sum_plan, triton_row_sum
+from operators.gemm import helion_impl, helion_tuning, triton_row_sum
 from tests.operators.sm90.helion_sm90 import SM90, SM90_MAX_SHARED, report, shared_memory
 
 
@@ -33,7 +33,7 @@ def main() -> int:
     finish_signature = {"part_ptr": "*fp32", "out_ptr": "*bf16", "N": "i32", "parts": "i32", "beta": "fp32",
                         "BLOCK_P": "constexpr", "BLOCK_N": "constexpr"}
     for n in (128, 8):  # the widest tile, and the narrowest (gemm NOTES: prediction 59)
-        block_m, block_n = row_sum_plan.row_block(n), row_sum_plan.column_block(n)
+        block_m, block_n = triton_row_sum.parts_tile(n)
         for final in (False, True):
             signature = {**parts_signature, "part_ptr": "*bf16" if final else "*fp32"}
             label = f"triton _row_sum_parts_kernel {block_m}x{block_n}{' (final)' if final else ''}"
