@@ -29,14 +29,14 @@ from operators.gemm.triton_configs import INTERPRETED
 INTERPRETER_TILE = (16, 16)
 """Both kernels' tile under the interpreter (rows or parts, columns)."""
 FINISH_BLOCK_P, FINISH_BLOCK_N = 32, 64
-"""The finish's step at N of 64 or more: 32 parts of 64 columns, 8 programs at N = 512 (Helion's
+"""The finish's step at N of 33 or more: 32 parts of 64 columns, 8 programs at N = 512 (Helion's
 tuned finish of the same sum: gemm NOTES, "Session 17"); narrower, as many more parts."""
 
 
 def parts_tile(n: int) -> tuple[int, int]:
     """The parts kernel's tile at N: :func:`~operators.gemm.row_sum_plan.row_block` rows of
     :func:`~operators.gemm.row_sum_plan.column_block` columns (32 x 128, 256 contiguous bytes a
-    row in bf16, from N = 128; 256 x 16 at N = 8)."""
+    row in bf16, from N = 65; 256 x 16 at N = 8)."""
     return INTERPRETER_TILE if INTERPRETED else (row_block(n), column_block(n))
 
 
