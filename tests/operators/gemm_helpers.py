@@ -73,6 +73,13 @@ REGIME_CASES: dict[str, tuple[tuple[int, int, int], list[RegimePlan]]] = {
 300 is long enough to be cut into 3 parts, and the plans both backends run on them."""
 
 
+def plans_in_run_order(case: str) -> list[RegimePlan]:
+    """A regime case's plans in the order its matmuls run: the forward, then the gradient of the
+    smaller operand, then the larger's (``autograd.operand_gradients``; a tie: grad_a first)."""
+    (m, n, k), (forward, grad_a, grad_b) = REGIME_CASES[case]
+    return [forward, *((grad_b, grad_a) if m * k > k * n else (grad_a, grad_b))]
+
+
 H200_SMS = 132
 
 
