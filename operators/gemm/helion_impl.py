@@ -63,7 +63,7 @@ from operators.gemm.alignment import aligned_operand, output_buffer
 from operators.gemm.helion_dispatch import Kernel, Plan, plan
 from operators.gemm.helion_row_sum import row_sum_finish_kernel, row_sum_parts_kernel
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
-from operators.gemm.row_sum_plan import part_count, part_rows
+from operators.gemm.row_sum_plan import row_parts
 from operators.gemm.strategy import sm_count
 from operators.gemm.vectors import whole_vectors
 
@@ -268,8 +268,7 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     if m == 0 or n == 0:
         return out.zero_()
     size = row_sum_size(m, n)
-    rows = part_rows(m, n, sm_count(grad.device))
-    count = part_count(m, rows)
+    rows, count = row_parts(m, n, sm_count(grad.device))
     parts_key = config_key("row_sum_parts", grad.dtype, size)
     if count == 1:  # the output itself
         call_with_stored_config(row_sum_parts_kernel, CONFIG_STORE, parts_key, grad, out.view(1, n),

@@ -23,7 +23,7 @@ from operators.gemm.helion_dispatch import ROUTES, Plan, choose
 from operators.gemm.helion_impl import CONFIG_PATH, EPILOGUES, POINTER_SIZES, matmul_kernel, scaled
 from operators.gemm.helion_row_sum import row_sum_finish_kernel, row_sum_parts_kernel
 from operators.gemm.helion_splitk import matmul_split_k_kernel, split_k_reduce_kernel
-from operators.gemm.row_sum_plan import part_count, part_rows
+from operators.gemm.row_sum_plan import row_parts
 from operators.gemm.strategy import GPU_LIMITS
 
 __all__ = ["CONFIG_PATH", "ROW_SUM_KERNELS", "SLOTS", "SPLIT_K_KERNELS", "tuning_args", "tuning_candidates",
@@ -252,8 +252,8 @@ def _row_sum_args(kernel_name: str, bucket: str, dtype: torch.dtype, device: tor
     """Example arguments of a row-sum kernel: the gradient of :data:`_ROW_SUM_SHAPES` in as many
     parts as the H200 (:data:`TUNING_SMS`) cuts it into."""
     m, n = _ROW_SUM_SHAPES[bucket]
-    rows = part_rows(m, n, TUNING_SMS)
-    parts = torch.randn((part_count(m, rows), n), dtype=torch.float32, device=device)
+    rows, count = row_parts(m, n, TUNING_SMS)
+    parts = torch.randn((count, n), dtype=torch.float32, device=device)
     if kernel_name == "row_sum_parts":
         return torch.randn(m, n, dtype=dtype, device=device), parts, rows, 1.0
     return parts, 1.0, torch.empty(n, dtype=dtype, device=device)

@@ -40,3 +40,10 @@ def part_count(m: int, rows: int) -> int:
     """How many parts of ``rows`` rows cover M rows (one at least: an empty sum is one part of
     zeros); with one, the parts kernel writes the output itself."""
     return max(1, -(-m // rows))
+
+
+def row_parts(m: int, n: int, sms: int) -> tuple[int, int]:
+    """How both kernels cut an (M, N) row sum on ``sms`` SMs: the rows of a part
+    (:func:`part_rows`) and the number of parts (:func:`part_count`)."""
+    rows = part_rows(m, n, sms)
+    return rows, part_count(m, rows)

@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 
-from operators.gemm.row_sum_plan import column_block, part_count, part_rows, row_block
+from operators.gemm.row_sum_plan import column_block, row_block, row_parts
 from operators.gemm.strategy import sm_count
 from operators.gemm.triton_configs import INTERPRETED
 
@@ -94,8 +94,7 @@ def summed_rows(grad: torch.Tensor, beta: float) -> torch.Tensor:
     if n == 0:
         return out
     block_m, block_n = parts_tile(n)
-    rows = part_rows(m, n, sm_count(grad.device))
-    parts = part_count(m, rows)
+    rows, parts = row_parts(m, n, sm_count(grad.device))
     final = parts == 1
     part = out if final else torch.empty((parts, n), dtype=torch.float32, device=grad.device)
     _row_sum_parts_kernel[(triton.cdiv(n, block_n), parts)](
