@@ -12,21 +12,26 @@ verdict (``harness.compare.verdicts`` gives the rules):
                     1 + run noise; for a noisy cell, the ratio above 1 + --noisy-threshold
   improvement       the mirror image of regression
   noisy             flagged on either side (e.g. below_physical_floor), or either side's repeat
-                    medians spread wider than --noise, and within --noisy-threshold
+                    medians spread wider than --noise, and within --noisy-threshold; or a ratio
+                    beyond the threshold whose interval does not clear the run noise
   unchanged         everything else
+
+A current cell that is wrong (accuracy 0 or an errored check) and is not a timed baseline cell
+is accuracy_lost too.
 
 The run noise is the run-to-run variation repeats inside one run do not show (--run-noise).
 Several BASELINE files must be separate runs of one commit: each cell is judged against its
 slowest run, or its fastest where the runs are more than the threshold apart.  Exit status: 1
 on any regression or lost or missing accuracy (and, with --fail-on-missing, any missing cell),
-or when more than --max-noisy of the cells are noisy; 0 otherwise; 2 on bad input (unreadable
-or malformed files, missing provenance, files from different GPUs or settings, baseline runs of
-different commits).
+when no baseline cell could be judged (every one missing), or when more than --max-noisy of
+the cells are noisy; 0 otherwise; 2 on bad input (unreadable or malformed files, missing
+provenance, files from different GPUs or settings, baseline runs of different commits).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from tabulate import tabulate
@@ -53,8 +58,8 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
     return value
 
 
@@ -114,6 +119,8 @@ def compare_main(argv: list[str]) -> int:
     failing = failing_verdicts(args.fail_on_missing)
     reasons = [f"{sum(row.verdict == v for row in rows)} cell(s) {v}" for v in failing
                if any(row.verdict == v for row in rows)]
+    if not any(row.verdict != "missing" and row.base_ms is not None for row in rows):
+        reasons.append("no baseline cell could be judged: the current run has none of their latencies")
     if (share := noisy_share(rows)) > args.max_noisy:
         reasons.append(f"{100 * share:.0f}% of the cells are noisy (more than --max-noisy "
                        f"{100 * args.max_noisy:g}%): this run cannot be judged, rerun it on a quiet GPU")

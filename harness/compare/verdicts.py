@@ -11,7 +11,12 @@ A baseline cell with an ok latency is, in this order of precedence:
   ratio of medians is beyond the noisy threshold, else ``noisy``;
 * otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
   ``1 + max(threshold, 2 x run noise)`` and the lower end of its 95% bootstrap interval above
-  ``1 + run noise``, ``improvement`` for the mirror image, and ``unchanged`` for everything else.
+  ``1 + run noise``, ``improvement`` for the mirror image, ``noisy`` when the ratio is beyond
+  that limit but its interval reaches into the run noise (inconclusive), and ``unchanged`` for
+  everything else.
+
+A current cell the run got wrong (accuracy 0, or its check failed) that is not among the
+baseline's timed cells is ``accuracy_lost`` too: a wrong result never passes unseen.
 
 The run noise (``--run-noise``) is the run-to-run variation that repeats within one run do not
 show.  A baseline of several runs of one commit measures it per cell: the cell is judged against
@@ -162,6 +167,7 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
     elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
         row.verdict = "improvement"
     elif abs(row.ratio - 1) > limit:
+        row.verdict = "noisy"
         note = "; ".join(filter(None, [note, "beyond threshold, within the interval's run noise"]))
     if len(base.medians) == 1 or len(cur.medians) == 1:
         note = "; ".join(filter(None, [note, "no repeats on one side: ratio only"]))
@@ -175,9 +181,9 @@ def cells(records: list[Record], metric: str) -> dict[CellKey, Record]:
 
 
 def judge(baselines: list[list[Record]], current: list[Record], settings: Settings) -> list[Row]:
-    """Every cell with an ok latency in the first baseline run, judged against the current run;
-    failing verdicts first, else in file order.  Later baseline runs add their repeats to a
-    cell and measure its run-to-run variation."""
+    """Every cell with an ok latency in the first baseline run, judged against the current run,
+    and every other cell the current run got wrong; failing verdicts first, else in file order.
+    Later baseline runs add their repeats to a cell and measure its run-to-run variation."""
     cur_latency = cells(current, "latency")
     base_accuracy, cur_accuracy = cells(baselines[0], "accuracy"), cells(current, "accuracy")
     runs_by_cell = [cells(records, "latency") for records in baselines]
@@ -189,6 +195,11 @@ def judge(baselines: list[list[Record]], current: list[Record], settings: Settin
                 if key in run and run[key].status == "ok" and run[key].value is not None]
         accuracy = (base_accuracy.get(key), cur_accuracy.get(key))
         rows.append(_judge_cell(key, runs, cur_latency.get(key), accuracy, settings))
+    judged = {row.key for row in rows}
+    for key, record in cur_accuracy.items():
+        lost = _accuracy_verdict(None, record)
+        if key not in judged and lost is not None:
+            rows.append(Row(key, lost[0], note=f"{lost[1]} (no timed baseline cell)"))
     return sorted(rows, key=lambda r: VERDICTS.index(r.verdict))
 
 

@@ -196,6 +196,8 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
         raise ResultFileError(f"{path}: cannot read ({exc.strerror})") from exc
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"{path}: not valid JSON, truncated or corrupt ({exc.msg})") from exc
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(f"{path}: not a text file ({exc.reason})") from exc
     if not isinstance(payload, dict) or payload.get("schema") != SCHEMA_VERSION:
         raise ResultFileError(f"{path}: not a result file of schema {SCHEMA_VERSION}")
     names = {f.name for f in dataclasses.fields(Record)}
@@ -241,6 +243,11 @@ def malformed(record: Record) -> str | None:
         return f"x_val {record.x_val!r} is not an integer or a list of integers"
     if record.status not in STATUSES:
         return f"status {record.status!r} is not one of {', '.join(STATUSES)}"
+    texts = {"error": record.error, "note": record.note, "flag": record.flag, "unit": record.unit,
+             "gpu": record.gpu}
+    for name, text in texts.items():
+        if text is not None and not isinstance(text, str):
+            return f"{name} {text!r} is not a string"
     if record.value is not None and not is_finite_number(record.value):
         return f"value {record.value!r} is not a finite number"
     if record.status == "ok" and record.value is None:

@@ -39,6 +39,11 @@ def _truncated(path: Path) -> str:
     return str(path)
 
 
+def _binary(path: Path) -> str:
+    path.write_bytes(b"\xff\xfe\x00")
+    return str(path)
+
+
 def _not_results(path: Path) -> str:
     path.write_text(json.dumps({"benchmarks": []}))
     return str(path)
@@ -51,8 +56,9 @@ def _not_results(path: Path) -> str:
         (_not_results, "not a result file"),
         (lambda path: str(path), "cannot read"),
         (lambda path: write(path, sweep(seed=1), device="NVIDIA H100"), "was measured on 'NVIDIA H100'"),
+        (_binary, "not a text file"),
     ],
-    ids=["truncated", "not_results", "absent", "other_device"],
+    ids=["truncated", "not_results", "absent", "other_device", "binary"],
 )
 def test_bad_baseline_exits_2_naming_file_and_reason(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], make_baseline, reason: str) -> None:
@@ -79,7 +85,8 @@ def test_files_sharing_no_op_mode_dtype_exit_2(tmp_path: Path, capsys: pytest.Ca
     assert code == 2 and "share no (op, mode, dtype)" in err and "exp/bwd/bfloat16" in err
 
 
-@pytest.mark.parametrize("option", [["--noise", "2"], ["--bootstrap-samples", "ten"], ["--nope"]])
+@pytest.mark.parametrize("option", [["--noise", "2"], ["--bootstrap-samples", "ten"], ["--nope"],
+                                    ["--noisy-threshold", "inf"]])
 def test_bad_option_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
     path = write(tmp_path / "base.json", sweep(seed=1))
     code, _, err = run_compare(capsys, path, path, *option)
@@ -157,6 +164,8 @@ def test_malformed_latency_values_are_refused_naming_the_cell(
     ("repeats", 5, "repeats 5 is not a list"),
     ("extra", "abc", "extra 'abc' is not an object"),
     ("extra", {"spread": "x"}, "spread 'x' is not a non-negative number"),
+    ("flag", ["x"], "flag ['x'] is not a string"),
+    ("error", 5, "error 5 is not a string"),
 ])
 def test_malformed_latency_fields_are_refused_by_compare_and_show(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, says: str) -> None:

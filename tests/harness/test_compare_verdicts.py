@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.report.results import Record
 from tests.harness.compare_helpers import (
     BACKENDS,
     X_VALS,
@@ -155,16 +156,17 @@ def test_cells_under_20_us_use_the_small_threshold(
 
 
 @pytest.mark.parametrize("slower", [True, False])
-def test_change_beyond_threshold_without_significance_is_unchanged(
+def test_change_beyond_threshold_without_significance_is_noisy(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], slower: bool) -> None:
-    """Either way round: a slower or a faster set of repeats, too mixed to be significant."""
+    """Either way round: a slower or a faster set of repeats, too mixed to be significant, is
+    inconclusive, and counts against --max-noisy (one such cell of 12 does not fail the gate)."""
     baseline, current = sweep(seed=1), sweep(seed=2)
     steady, shifted = [0.95, 1.00, 1.05, 0.97, 1.03], [1.00, 1.07, 1.12, 0.99, 1.15]
     find(baseline, 4096, "eager", "latency").repeats = steady if slower else shifted
     find(current, 4096, "eager", "latency").repeats = shifted if slower else steady
     code, verdicts = gate(tmp_path, capsys, baseline, current)
     assert code == 0
-    assert verdicts[("4096", "eager")] == ("unchanged", "beyond threshold, within the interval's run noise")
+    assert verdicts[("4096", "eager")] == ("noisy", "beyond threshold, within the interval's run noise")
 
 
 def test_markdown_summary_has_headline_and_regression_row(
@@ -186,14 +188,28 @@ def test_markdown_summary_has_headline_and_regression_row(
     assert out.strip().splitlines()[-1] == "gate fails: 3 cell(s) regression"
 
 
-def test_a_significant_change_inside_a_wide_confidence_interval_is_unchanged(
+def test_a_change_inside_a_wide_confidence_interval_is_noisy(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import harness.compare.verdicts
 
     monkeypatch.setattr(harness.compare.verdicts, "ratio_ci", lambda base, cur, samples: (0.98, 1.3))
     code, verdicts = gate(tmp_path, capsys, sweep(seed=1), sweep(seed=2, scale={"triton": 1.2}))
     assert code == 0
-    assert verdicts[("4096", "triton")] == ("unchanged", "beyond threshold, within the interval's run noise")
+    assert verdicts[("4096", "triton")] == ("noisy", "beyond threshold, within the interval's run noise")
+
+
+def test_a_slowdown_in_most_repeats_is_never_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Five of seven repeats 20% slower: the bootstrap interval reaches 1.0, so the cell is no
+    regression, but it is inconclusive, never unchanged; every cell so fails the gate."""
+    baseline, current = sweep(seed=1, repeats=7), sweep(seed=2, repeats=7)
+    for record in current:
+        if record.metric == "latency":
+            record.repeats = [m * (1.2 if i < 5 else 1.0) for i, m in enumerate(record.repeats)]
+            record.value = float(np.median(record.repeats))
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert {v for v, _ in verdicts.values()} <= {"noisy", "regression"}
+    assert code == 1
 
 
 def test_a_noisy_cell_whose_median_doubled_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -313,3 +329,34 @@ def test_baseline_runs_of_different_commits_are_refused(
     other = write(tmp_path / "other.json", records, git_commit="1" * 40)
     code, _, err = run_compare(capsys, first, other, write(tmp_path / "cur.json", records))
     assert code == 2 and "separate runs of one commit" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_wrong_cell_without_a_timed_baseline_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cell the baseline could not time (its latency failed) or never had, wrong in the
+    current run, fails the gate even with --fail-on-missing's strictness off."""
+    baseline = sweep(seed=1)
+    timed_out = find(baseline, 4096, "triton", "latency")
+    timed_out.status, timed_out.value, timed_out.repeats, timed_out.error = "error", None, None, "timeout"
+    current = sweep(seed=2)
+    find(current, 4096, "triton", "accuracy").value = 0.0
+    new_backend = Record(op="exp", mode="fwd", dtype="bfloat16", x_val=4096, backend="mine",
+                         metric="accuracy", value=0.0, unit="bool")
+    code, verdicts = gate(tmp_path, capsys, baseline, [*current, new_backend])
+    assert code == 1
+    assert verdicts[("4096", "triton")] == ("accuracy_lost", "accuracy 0 (no timed baseline cell)")
+    assert verdicts[("4096", "mine")] == ("accuracy_lost", "accuracy 0 (no timed baseline cell)")
+
+
+def test_a_run_that_shares_no_timed_cell_with_its_baseline_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every baseline cell missing (another shape set, renamed backends): nothing was judged,
+    which is no pass, with or without --fail-on-missing."""
+    current = sweep(seed=2)
+    for record in current:
+        record.backend = f"renamed_{record.backend}"
+    code, out, _ = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
+                               write(tmp_path / "cur.json", current))
+    assert code == 1
+    assert out.strip().splitlines()[-1] == ("gate fails: no baseline cell could be judged: the current "
+                                            "run has none of their latencies")
