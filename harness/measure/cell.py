@@ -2,9 +2,12 @@
 
 Building a cell runs the backend's set-up and first call and returns the callable the timer
 repeats.  The first call's outputs and input gradients are checked against the float64
-reference; after timing, the inputs are refilled with fresh values and one more call is
-checked against their own reference, so a backend that caches its first result, or is right
-once and then returns garbage, fails.  Before each checked call the allocator's free blocks of
+reference; after timing, one more call of what the timer repeats is checked against it (a
+backend cannot tell that call from a timed one), and then the inputs are refilled with fresh
+values and one more call is checked against their own reference, so a backend that caches its
+first result, or is right once and then returns garbage, fails.  In ``fwd`` every
+floating-point output must require grad (a training forward), unless the backend is
+``fwd_only``.  Before each checked call the allocator's free blocks of
 the output sizes are filled with NaN (an output a kernel never writes is caught); after the
 cell, its inputs and the ``dy`` it was handed must be unchanged.  What the kernels note about
 how they ran (e.g. on a stored config of another shape bucket) during the set-up and first call
@@ -56,6 +59,9 @@ class Cell:
     inputs: list[Any]
     first_outputs: tuple[torch.Tensor, ...]
     dys: list[tuple[torch.Tensor, ...]]
+    trains: bool = False
+    """Whether its forward outputs must be differentiable: ``fwd`` (a training forward) for a
+    backend not declared ``fwd_only``."""
 
 
 def _upcast(inputs: Sequence[Any], diff: list[int], needs_grad: bool) -> list[Any]:
@@ -156,9 +162,12 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
             first_dys = op.grad_outputs(outputs)
             torch.autograd.backward(outputs, first_dys)
 
-            def forward_backward() -> None:
-                torch.autograd.backward(as_tuple(fn()), first_dys)
+            def forward_backward() -> tuple[torch.Tensor, ...]:
+                outputs = as_tuple(fn())
+                torch.autograd.backward(outputs, first_dys)
+                return outputs
             cell = Cell(forward_backward, clear_grads, check, inputs, outputs, dys)
+    cell.trains = mode is Mode.FWD and not backend.fwd_only and any(inputs[i].requires_grad for i in diff)
     synchronize(op.device)
     measurement.first_call_ms = (time.perf_counter() - start) * 1e3
     return cell
@@ -180,6 +189,35 @@ def compare_cell(op: BenchmarkOperator, mode: Mode, outputs: tuple[torch.Tensor,
         actual += _grads(inputs, diff)
         expected += reference.grads
     return compare_all(names, actual, expected, op.dtype, [tolerance(name) for name in names])
+
+
+def undifferentiable_output(cell: Cell, outputs: tuple[torch.Tensor, ...]) -> str | None:
+    """Why a training forward's outputs cannot be differentiated (a floating-point output that
+    does not require grad), or None; only for a cell that :attr:`~Cell.trains`."""
+    if not cell.trains:
+        return None
+    for i, output in enumerate(outputs):
+        if output.is_floating_point() and not output.requires_grad:
+            return (f"output[{i}] does not require grad: fwd times a training forward (a backend "
+                    "without a backward is registered fwd_only)")
+    return None
+
+
+def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
+                     tolerance: Tolerance) -> AccuracyResult:
+    """One more call of exactly what the timer repeats (``setup``, then ``timed``), on the inputs
+    it was timed on, checked against their reference: a backend cannot tell it from a timed call,
+    so one that is right on its checked calls but not on its timed ones fails."""
+    poison_free_blocks(reference, op.dtype)
+    cell.setup()
+    result = cell.timed()
+    synchronize(op.device)
+    outputs = as_tuple(result) if mode.checks_outputs else ()
+    checked = compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
+    reason = checked.reason if not checked.passed else undifferentiable_output(cell, outputs)
+    if reason is None:
+        return checked
+    return AccuracyResult(False, checked.max_abs_err, checked.max_rel_err, f"in a timed call: {reason}")
 
 
 def changed_inputs(before: list[tuple[int, torch.Tensor]], inputs: Sequence[Any]) -> str | None:

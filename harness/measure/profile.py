@@ -46,7 +46,10 @@ def profile_cell(cell: Cell, device: str, trace: Path | None) -> list[dict[str, 
             synchronize(device)
     if trace is not None:
         trace.parent.mkdir(parents=True, exist_ok=True)
+        trace.unlink(missing_ok=True)
         prof.export_chrome_trace(str(trace))
+        if not trace.is_file():  # torch.profiler reports a failed export only as a log line
+            raise OSError(f"the trace {trace} was not written")
     if device == "cuda":
         return kernel_times((e.name, e.time_range.start, e.time_range.end) for e in prof.events()
                             if e.device_type == DeviceType.CUDA and not e.is_user_annotation)

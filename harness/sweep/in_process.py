@@ -26,11 +26,13 @@ from harness.measure.cell import (
     build_cell,
     changed_inputs,
     check_again,
+    check_timed_call,
     compare_cell,
     compute_reference,
     peak_memory,
     snapshot,
     time_cell,
+    undifferentiable_output,
 )
 from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.profile import profile_cell, with_work
@@ -44,6 +46,8 @@ CellResult = tuple[str, Measurement, str | None]
 
 FRESH_SEED_OFFSET = 1_000_003
 """The check after timing draws its inputs with the run's seed plus this."""
+MAX_SEED = 2**63 - 1 - FRESH_SEED_OFFSET
+"""The largest ``--seed``: its fresh inputs' seed still fits torch's 64-bit seeds."""
 
 
 @dataclass
@@ -140,6 +144,8 @@ class ShapeRun:
                               self.measurements[name], first_call_time="first_call" in self.sweep.needs)
             first = compare_cell(self.op, mode, cell.first_outputs, local, given.diff, given.reference,
                                  self.tolerance)
+            if first.passed and (reason := undifferentiable_output(cell, cell.first_outputs)):
+                first = _failure(reason)
             self.cells[name] = BuiltCell(cell, before, [first])
             self.check_unchanged(self.cells[name])
             if self.op.device == "cuda" and "peak_mem" in self.sweep.needs:
@@ -178,6 +184,8 @@ class ShapeRun:
             self.profile(name, built)
         if built is not None:
             self.check_unchanged(built)
+            if self.sweep.timed:
+                self.check_a_timed_call(name, built)
             self.check_on_fresh_inputs(name, built)
             measurement.accuracy = _verdict(built)
         return name, measurement, self.errors.get(name)
@@ -192,6 +200,16 @@ class ShapeRun:
             self.measurements[name].kernels = with_work(kernels, self.op, self.shape, self.mode)
         except Exception as exc:  # noqa: BLE001
             self.failed(name, f"profiling failed: {error_text(exc)}")
+
+    def check_a_timed_call(self, name: str, built: BuiltCell) -> None:
+        """One more call of what the timer repeats, on the inputs it was timed on."""
+        given = self.given
+        try:
+            built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff,
+                                                 given.reference, self.tolerance))
+        except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
+            built.checks.append(_failure(f"a timed call failed: {error_line(error_text(exc))}"))
+            self.failed(name, f"a timed call failed: {error_text(exc)}")
 
     def check_on_fresh_inputs(self, name: str, built: BuiltCell) -> None:
         """A call on the second set of inputs, so that a stale or cached result fails."""

@@ -73,6 +73,26 @@ class FaultyExp(ExpOperator):
         return once
 
     @register_benchmark()
+    def right_when_checked(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """Right on its first call and whenever its input was written since its last call (as a
+        check's refill does); no work, garbage, on the repeated calls of the timing."""
+        seen: list[int] = []
+
+        def guarded() -> torch.Tensor:
+            fresh = not seen or seen[-1] != x._version
+            seen.append(x._version)
+            return torch.exp(x) if fresh else torch.empty_like(x)
+        return guarded
+
+    @register_benchmark()
+    def detached_forward(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: torch.exp(x.detach())
+
+    @register_benchmark(fwd_only=True)
+    def inference_only(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: torch.exp(x.detach())
+
+    @register_benchmark()
     def raises_after_first(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         calls = []
 
@@ -255,13 +275,37 @@ def test_bwd_times_the_backward_and_fwd_does_not() -> None:
 
 
 @pytest.mark.parametrize("mode", [Mode.FWD, Mode.FWD_NO_GRAD])
-@pytest.mark.parametrize("backend", ["caches_first_result", "right_once"])
-def test_a_result_that_is_right_only_on_the_first_call_fails(mode: Mode, backend: str) -> None:
+@pytest.mark.parametrize(("backend", "caught"), [("caches_first_result", "on fresh inputs after timing"),
+                                                 ("right_once", "in a timed call")])
+def test_a_result_that_is_right_only_on_the_first_call_fails(mode: Mode, backend: str, caught: str) -> None:
+    """Garbage from the timed calls is caught on one of them; a cached first result (right on the
+    timing's inputs) by the call on fresh inputs."""
     op = FaultyExp("cpu", torch.float32)
     cells = run_cells(op, mode, (500,), ["accuracy", "latency"], ["eager", backend])
     assert cells[("eager", "accuracy")].value == 1.0
     accuracy = cells[(backend, "accuracy")]
-    assert accuracy.value == 0.0 and "on fresh inputs after timing" in accuracy.note
+    assert accuracy.value == 0.0 and accuracy.note.startswith(caught)
+
+
+@pytest.mark.parametrize("mode", [Mode.FWD, Mode.FWD_NO_GRAD])
+def test_a_backend_right_only_when_its_inputs_were_just_written_fails(mode: Mode) -> None:
+    """It cannot tell the call checked after timing from a timed call: both repeat the timer's
+    call on the timing's inputs."""
+    op = FaultyExp("cpu", torch.float32)
+    cells = run_cells(op, mode, (500,), ["accuracy", "latency"], ["eager", "right_when_checked"])
+    accuracy = cells[("right_when_checked", "accuracy")]
+    assert accuracy.value == 0.0 and accuracy.note.startswith("in a timed call: output[0]")
+
+
+def test_a_training_forward_must_be_differentiable_unless_forward_only() -> None:
+    op = FaultyExp("cpu", torch.float32)
+    backends = ["eager", "detached_forward", "inference_only"]
+    fwd = run_cells(op, Mode.FWD, (500,), ["accuracy", "latency"], backends)
+    assert fwd[("detached_forward", "accuracy")].value == 0.0
+    assert fwd[("detached_forward", "accuracy")].note.startswith("output[0] does not require grad")
+    assert fwd[("inference_only", "accuracy")].value == 1.0
+    no_grad = run_cells(op, Mode.FWD_NO_GRAD, (500,), ["accuracy"], backends)
+    assert {no_grad[(name, "accuracy")].value for name in backends} == {1.0}
 
 
 @pytest.mark.parametrize("backend", ["caches_first_result", "right_once"])

@@ -37,6 +37,17 @@ def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
             f"{name}: the trace holds the calls' own work only, no flush, spin or set-up between them"
 
 
+def test_a_trace_that_cannot_be_written_fails_its_cell(tmp_path: Path) -> None:
+    """torch.profiler only logs a failed export: the cell's kernels record carries the error."""
+    (tmp_path / "exp_fwd_1000_eager.json" / "taken").mkdir(parents=True)
+    out = tmp_path / "r.json"
+    result = run_cli("--op", "exp", "--shape", "1000", "--only", "eager", "--metrics", "accuracy,latency",
+                     "--rep", "1", "--warmup", "0", "--profile", str(tmp_path), "--output-json", str(out))
+    assert result.returncode == 1 and "1 cell(s) failed: exp/fwd/eager/1000" in result.stderr
+    kernels = next(r for r in read_json(out)[1] if r.metric == "kernels")
+    assert kernels.status == "error" and "profiling failed" in kernels.error
+
+
 def test_the_kernels_metric_lists_what_a_call_launched_with_its_share() -> None:
     operator = ExpOperator("cpu", torch.float32)
     cells = run_cells(operator, Mode.FWD, (1000,), ["accuracy", "kernels"], ["eager"])

@@ -32,6 +32,7 @@ from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work
+from harness.sweep.in_process import MAX_SEED
 from harness.sweep.precompile import precompile
 from harness.sweep.ranks import Rank
 from harness.sweep.runner import run_sweep
@@ -100,6 +101,10 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"--repeats {args.repeats}: must be at least 1")
     if args.timeout is not None and not args.isolate:
         raise UsageError("--timeout needs --isolate (a cell in this process cannot be stopped)")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise UsageError(f"--seed {args.seed}: must be within 0..{MAX_SEED}")
+    if args.profile is not None and Path(args.profile).exists() and not Path(args.profile).is_dir():
+        raise UsageError(f"--profile {args.profile}: is a file; give a folder for the traces")
     if args.num_inputs is not None and args.num_inputs < 1:
         raise UsageError(f"--num-inputs {args.num_inputs}: must be at least 1")
     device = _device(args.device)
@@ -115,7 +120,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"operator options must be plain values to be recorded ({exc})") from exc
     return RunSettings(
         device=device, precision=args.precision or ("bf16" if device == "cuda" else "fp32"),
-        metrics=args.metrics,
+        # A profiled cell's kernels are recorded too: a trace that fails is that cell's kernels error.
+        metrics=[*args.metrics, *(["kernels"] if args.profile and "kernels" not in args.metrics else [])],
         timer=TimerSettings.default(device, args.warmup, args.rep, args.cudagraph, args.l2_flush),
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
         timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
