@@ -82,6 +82,8 @@ def register_benchmark(
     backend of the same name as an existing one replaces it, and stays the baseline if the
     one it replaces was.  ``enabled=False`` leaves the backend out of a run unless ``--only``
     names it (variants that answer one question, such as what dispatch or compilation costs).
+    ``fwd_only``: the backend has no backward; it is skipped in ``bwd`` and ``fwd_bwd``, and its
+    ``fwd`` outputs need not require grad (every other backend's must).
     """
 
     def mark(method: Callable[..., Callable[[], Output]]) -> Callable[..., Callable[[], Output]]:

@@ -38,6 +38,29 @@ MAX_SAMPLES = 1000
 SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
 
 
+
+def captured(fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], object]:
+    """``fn`` captured in a CUDA graph after three warm-up calls on a side stream (``setup`` before
+    each): a callable that replays the graph and returns the capture's outputs, which each replay
+    rewrites."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            setup()
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    setup()
+    with torch.cuda.graph(graph):
+        outputs = fn()
+    torch.cuda.synchronize()
+
+    def replay() -> object:
+        graph.replay()
+        return outputs
+    return replay
+
 class L2Flusher:
     """Evicts the L2 cache by reading a buffer at least twice its size, leaving it clean.
 
@@ -95,24 +118,9 @@ class CudaTimer:
             self._flush = L2Flusher(device, write=self.settings.flush == "dirty")
         return self._flush
 
-    def _graphed(self, fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], None]:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                setup()
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        setup()
-        with torch.cuda.graph(graph):
-            fn()
-        torch.cuda.synchronize()
-        return graph.replay
-
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
-        run = self._graphed(fn, setup) if self.settings.cudagraph else fn
+        run = captured(fn, setup) if self.settings.cudagraph else fn
         flush = self._flusher()
         spin = _spin_cycles(run, setup)
         synced: list[float] = []

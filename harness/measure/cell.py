@@ -27,7 +27,7 @@ from harness.measure.accuracy import compare_all
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.notes import collecting
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
-from harness.timing import Timer, synchronize
+from harness.timing import Timer, captured, synchronize
 
 Tolerance = Callable[[str], tuple[float, float]]
 """(rtol, atol) of a compared tensor, by its name (``output[0]``, ``grad[1]``)."""
@@ -204,13 +204,15 @@ def undifferentiable_output(cell: Cell, outputs: tuple[torch.Tensor, ...]) -> st
 
 
 def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
-                     tolerance: Tolerance) -> AccuracyResult:
-    """One more call of exactly what the timer repeats (``setup``, then ``timed``), on the inputs
-    it was timed on, checked against their reference: a backend cannot tell it from a timed call,
-    so one that is right on its checked calls but not on its timed ones fails."""
+                     tolerance: Tolerance, graphed: bool = False) -> AccuracyResult:
+    """One more call of exactly what the timer repeats (``setup``, then ``timed``; ``graphed``: a
+    replay of it captured in a CUDA graph, as ``--cudagraph`` times it), on the inputs it was
+    timed on, checked against their reference: a backend cannot tell it from a timed call, so one
+    that is right on its checked calls but not on its timed ones fails."""
+    call = captured(cell.timed, cell.setup) if graphed else cell.timed
+    cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)
-    cell.setup()
-    result = cell.timed()
+    result = call()
     synchronize(op.device)
     outputs = as_tuple(result) if mode.checks_outputs else ()
     checked = compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
@@ -245,6 +247,7 @@ def check_again(op: BenchmarkOperator, mode: Mode, cell: Cell, fresh: Sequence[A
                 reference: Reference, tolerance: Tolerance) -> AccuracyResult:
     """Refill the cell's inputs with ``fresh`` values and check one more call against their reference."""
     refill(cell.inputs, fresh)
+    cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)
     with op.track_grad_outputs() as dys:
         fresh_dys = op.grad_outputs(cell.first_outputs, fresh=True) if mode.checks_grads else None

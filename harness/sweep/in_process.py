@@ -46,8 +46,8 @@ CellResult = tuple[str, Measurement, str | None]
 
 FRESH_SEED_OFFSET = 1_000_003
 """The check after timing draws its inputs with the run's seed plus this."""
-MAX_SEED = 2**63 - 1 - FRESH_SEED_OFFSET
-"""The largest ``--seed``: its fresh inputs' seed still fits torch's 64-bit seeds."""
+MIN_SEED, MAX_SEED = -(2**63), 2**64 - 1 - FRESH_SEED_OFFSET
+"""The ``--seed`` range: torch's seeds (-2^63 to 2^64 - 1), less the fresh inputs' offset."""
 
 
 @dataclass
@@ -205,11 +205,11 @@ class ShapeRun:
         """One more call of what the timer repeats, on the inputs it was timed on."""
         given = self.given
         try:
-            built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff,
-                                                 given.reference, self.tolerance))
+            built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff, given.reference,
+                                                 self.tolerance, graphed=self.settings.timer.cudagraph))
         except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
-            built.checks.append(_failure(f"a timed call failed: {error_line(error_text(exc))}"))
-            self.failed(name, f"a timed call failed: {error_text(exc)}")
+            built.checks.append(_failure(f"the check of a timed call failed: {error_line(error_text(exc))}"))
+            self.failed(name, f"the check of a timed call failed: {error_text(exc)}")
 
     def check_on_fresh_inputs(self, name: str, built: BuiltCell) -> None:
         """A call on the second set of inputs, so that a stale or cached result fails."""

@@ -85,6 +85,10 @@ class FaultyExp(ExpOperator):
         return guarded
 
     @register_benchmark()
+    def backward_once_per_graph(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        return lambda: _BackwardOncePerGraph.apply(x)
+
+    @register_benchmark()
     def detached_forward(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
         return lambda: torch.exp(x.detach())
 
@@ -128,6 +132,24 @@ class _SleepInBackward(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
         time.sleep(0.02)
         return grad
+
+
+class _BackwardOncePerGraph(torch.autograd.Function):
+    """exp whose backward is right the first time its graph runs it, and garbage (no work) after:
+    a check that always builds a new graph never sees the repeated backward the timer runs."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        ctx.runs = 0
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        ctx.runs += 1
+        (y,) = ctx.saved_tensors
+        return grad * y if ctx.runs == 1 else torch.empty_like(grad)
 
 
 class _ScaleGradInPlace(torch.autograd.Function):
@@ -295,6 +317,15 @@ def test_a_backend_right_only_when_its_inputs_were_just_written_fails(mode: Mode
     cells = run_cells(op, mode, (500,), ["accuracy", "latency"], ["eager", "right_when_checked"])
     accuracy = cells[("right_when_checked", "accuracy")]
     assert accuracy.value == 0.0 and accuracy.note.startswith("in a timed call: output[0]")
+
+
+def test_a_backward_right_only_on_a_new_graph_fails_in_bwd() -> None:
+    """bwd times the backward of one retained graph again and again; the timed-call check runs it
+    once more on that graph (the fresh-inputs check builds a new one, where it is right)."""
+    op = FaultyExp("cpu", torch.float32)
+    cells = run_cells(op, Mode.BWD, (500,), ["accuracy", "latency"], ["eager", "backward_once_per_graph"])
+    accuracy = cells[("backward_once_per_graph", "accuracy")]
+    assert accuracy.value == 0.0 and accuracy.note.startswith("in a timed call: grad[0]")
 
 
 def test_a_training_forward_must_be_differentiable_unless_forward_only() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
-from harness.measure.profile import CALLS, exposed_times, kernel_times, with_work
+from harness.measure.cell import Cell
+from harness.measure.profile import CALLS, exposed_times, kernel_times, profile_cell, with_work
 from harness.operator import Mode
 from harness.report.results import Record, read_json
 from harness.report.table import kernel_tables
@@ -38,7 +40,7 @@ def test_a_trace_is_written_per_cell_and_loads_as_json(tmp_path: Path) -> None:
 
 
 def test_a_trace_that_cannot_be_written_fails_its_cell(tmp_path: Path) -> None:
-    """torch.profiler only logs a failed export: the cell's kernels record carries the error."""
+    """A folder where the trace goes: the cell's kernels record carries the error, the run exits 1."""
     (tmp_path / "exp_fwd_1000_eager.json" / "taken").mkdir(parents=True)
     out = tmp_path / "r.json"
     result = run_cli("--op", "exp", "--shape", "1000", "--only", "eager", "--metrics", "accuracy,latency",
@@ -46,6 +48,15 @@ def test_a_trace_that_cannot_be_written_fails_its_cell(tmp_path: Path) -> None:
     assert result.returncode == 1 and "1 cell(s) failed: exp/fwd/eager/1000" in result.stderr
     kernels = next(r for r in read_json(out)[1] if r.metric == "kernels")
     assert kernels.status == "error" and "profiling failed" in kernels.error
+
+
+def test_an_export_torch_profiler_drops_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.profiler reports a failed export only as a log line: a missing trace is an error."""
+    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", lambda self, path: None)
+    x = torch.rand(100)
+    cell = Cell(lambda: torch.exp(x), lambda: None, lambda dys: (torch.exp(x),), [x], (), [])
+    with pytest.raises(OSError, match="was not written"):
+        profile_cell(cell, "cpu", tmp_path / "trace.json")
 
 
 def test_the_kernels_metric_lists_what_a_call_launched_with_its_share() -> None:

@@ -32,7 +32,7 @@ from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
 from harness.settings import RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work
-from harness.sweep.in_process import MAX_SEED
+from harness.sweep.in_process import MAX_SEED, MIN_SEED
 from harness.sweep.precompile import precompile
 from harness.sweep.ranks import Rank
 from harness.sweep.runner import run_sweep
@@ -94,6 +94,13 @@ def _device(requested: str | None) -> str:
     return device
 
 
+def _check_folder(flag: str, path: Path) -> None:
+    """Refuse a folder to write into that is a file, or lies under one."""
+    existing = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"{flag} {path}: {existing} is a file; give a folder")
+
+
 def _settings(args: argparse.Namespace) -> RunSettings:
     """The run's settings from the parsed arguments, refusing combinations that cannot run."""
     validate_choices("metric", args.metrics, list(METRICS))
@@ -101,10 +108,12 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"--repeats {args.repeats}: must be at least 1")
     if args.timeout is not None and not args.isolate:
         raise UsageError("--timeout needs --isolate (a cell in this process cannot be stopped)")
-    if not 0 <= args.seed <= MAX_SEED:
-        raise UsageError(f"--seed {args.seed}: must be within 0..{MAX_SEED}")
-    if args.profile is not None and Path(args.profile).exists() and not Path(args.profile).is_dir():
-        raise UsageError(f"--profile {args.profile}: is a file; give a folder for the traces")
+    if not MIN_SEED <= args.seed <= MAX_SEED:
+        raise UsageError(f"--seed {args.seed}: must be within {MIN_SEED}..{MAX_SEED}")
+    if args.profile == "":
+        raise UsageError("--profile needs a folder")
+    if args.profile is not None:
+        _check_folder("--profile", Path(args.profile))
     if args.num_inputs is not None and args.num_inputs < 1:
         raise UsageError(f"--num-inputs {args.num_inputs}: must be at least 1")
     device = _device(args.device)
@@ -121,7 +130,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     return RunSettings(
         device=device, precision=args.precision or ("bf16" if device == "cuda" else "fp32"),
         # A profiled cell's kernels are recorded too: a trace that fails is that cell's kernels error.
-        metrics=[*args.metrics, *(["kernels"] if args.profile and "kernels" not in args.metrics else [])],
+        metrics=[*args.metrics, *(["kernels"] if args.profile is not None and "kernels" not in args.metrics
+                                  else [])],
         timer=TimerSettings.default(device, args.warmup, args.rep, args.cudagraph, args.l2_flush),
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
         timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
