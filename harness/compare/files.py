@@ -108,6 +108,9 @@ def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_
     _require(cur, PROVENANCE)
     for base in baselines:
         _require(base, BASELINE_PROVENANCE)
+        if base.header.get("complete") is False:
+            raise CompareInputError(f"baseline {base.path} is a partial run (stopped before it finished): "
+                                    "the cells it lacks would go unjudged")
     if len(baselines) > 1:
         commits = {base.header.get("git_commit") for base in baselines}
         if len(commits) > 1 or None in commits:

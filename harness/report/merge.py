@@ -1,9 +1,11 @@
 """Merging the result files of disjoint parts of one run (``--shard K/N`` files, torchrun ranks).
 
-The parts must come from the same code and settings: the same commit, GPU model, timer,
-repeats, tolerances, ``--isolate``, ``--parallel-compile``, precision, seed and operator
-options; and no cell may be in two of them.  The merged header keeps the first part's fields
-(but a split file's ``split``: :mod:`harness.report.split`) and lists every part's shard and GPUs.
+The parts must come from the same code and settings: the same commit, versions, GPU model,
+timer, repeats, tolerances, ``--isolate``, ``--parallel-compile``, precision, seed, operator
+options and plan (what the command set out to measure, before ``--shard`` took its share); every
+part must have finished; shards must be each of ``1/N`` .. ``N/N`` of one N exactly once; and no
+cell may be in two parts.  The merged header keeps the first part's fields (but a split file's
+``split``: :mod:`harness.report.split`) and lists every part's shard and GPUs.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from typing import Any
 
 from harness.report.results import Record, describe_cell
 
-SAME = ("git_commit", "source_digest", "device_name", "timer", "repeats", "tolerance", "isolate", "precision",
-        "seed", "options", "parallel_compile")
+SAME = ("git_commit", "source_digest", "device_name", "torch", "triton", "helion", "python", "timer",
+        "repeats", "tolerance", "isolate", "precision", "seed", "options", "parallel_compile", "plan")
 """Header fields every part of one run must share."""
 
 
@@ -31,6 +33,11 @@ def merge_parts(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> tuple[
             if header.get(field) != first.get(field):
                 raise MergeError(f"{name} and {first_name} differ in {field}: "
                                  f"{header.get(field)!r} vs {first.get(field)!r}")
+    for name, header, _ in parts:
+        if header.get("complete") is False:
+            raise MergeError(f"{name} is a partial run (stopped before it finished): rerun that part")
+    shards = [shard for _, header, _ in parts for shard in header.get("shards") or [header.get("shard")]]
+    _check_shards(shards)
     seen: dict[tuple, str] = {}
     records: list[Record] = []
     for name, _, part in parts:
@@ -40,8 +47,26 @@ def merge_parts(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> tuple[
                 raise MergeError(f"{name} and {seen[key]} both hold {describe_cell(record)}")
             seen[key] = name
             records.append(record)
-    header = {**first, "shards": [h.get("shard") for _, h, _ in parts],
+    header = {**first, "shards": shards,
               "gpus": [gpu for _, h, _ in parts for gpu in h.get("gpus", [])]}
     header.pop("shard", None)
     header.pop("split", None)
     return header, records
+
+
+def _check_shards(shards: list[str | None]) -> None:
+    """Refuse shards that are not each of 1/N .. N/N of one N exactly once (None: not a shard)."""
+    given = [shard for shard in shards if shard is not None]
+    if not given:
+        return
+    if len(given) < len(shards):
+        raise MergeError("only some parts are --shard parts: merge the shards of one run only")
+    split = [tuple(int(v) for v in shard.split("/")) for shard in given]
+    counts = {parts for _, parts in split}
+    if len(counts) > 1:
+        raise MergeError(f"shards of different counts: {', '.join(given)}")
+    (parts,) = counts
+    missing = sorted(set(range(1, parts + 1)) - {part for part, _ in split})
+    if missing or len(split) != parts:
+        raise MergeError(f"shards {', '.join(given)} are not each of 1/{parts} .. {parts}/{parts} once"
+                         + (f" (missing {', '.join(f'{k}/{parts}' for k in missing)})" if missing else ""))

@@ -6,6 +6,7 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.measure.ceilings import DeviceCeilings
 from harness.metrics.table import METRICS, Need, needed
@@ -93,3 +94,12 @@ class Sweep:
 @functools.cache
 def _timer(device: str, settings: TimerSettings, kind: str) -> Timer:
     return make_timer(device, settings, kind)
+
+
+def run_plan(sweeps: list[Sweep], metrics: list[str]) -> dict[str, Any]:
+    """What a run set out to measure, before any ``--shard`` took its share: the metrics and, per
+    sweep, its operator, mode, shapes, backends and speedup baseline (recorded in the header, so
+    that only parts of one plan merge)."""
+    return {"metrics": list(metrics),
+            "sweeps": [{"op": s.op.name, "mode": s.mode.value, "shapes": [list(shape) for shape in s.shapes],
+                        "backends": list(s.backends), "baseline": s.speedup_baseline} for s in sweeps]}

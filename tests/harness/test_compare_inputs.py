@@ -223,3 +223,10 @@ def test_runs_with_and_without_isolation_are_refused(
     base = write(tmp_path / "base.json", records)
     code, _, err = run_compare(capsys, base, write(tmp_path / "cur.json", records, isolate=True))
     assert code == 2 and "different isolate" in err
+
+
+def test_a_partial_baseline_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A baseline stopped before it finished would shrink what the gate judges."""
+    baseline = write(tmp_path / "base.json", sweep(seed=1), complete=False)
+    code, _, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)))
+    assert code == 2 and "is a partial run" in err and len(err.strip().splitlines()) == 1

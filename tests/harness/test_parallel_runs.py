@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from harness.operator import Mode
-from harness.report.results import read_json, write_json
+from harness.report.results import Record, read_json, write_json
 from harness.settings import TimerSettings
 from harness.sweep.shards import deal, estimated_cost, parse_shard
 from harness.sweep.spec import Sweep
@@ -129,8 +129,54 @@ def test_merge_refuses_parts_of_other_code_or_settings(tmp_path: Path, field: st
     write_json(other, {**header, field: changed[field]}, [])
     result = run_cli("merge", str(part), str(other), "-o", str(tmp_path / "m.json"))
     assert result.returncode == 2 and f"differ in {field}" in result.stderr
-    overlap = run_cli("merge", str(part), str(part), "-o", str(tmp_path / "m.json"))
+    twin = tmp_path / "twin.json"
+    write_json(twin, {**header, "shard": "2/2"}, records)
+    overlap = run_cli("merge", str(part), str(twin), "-o", str(tmp_path / "m.json"))
     assert overlap.returncode == 2 and "both hold accuracy of exp/fwd/float32/1000/eager" in overlap.stderr
+
+
+def _part(tmp_path: Path, name: str, shard: str | None, **header: object) -> Path:
+    """A result file of one cell whose header says it is ``shard`` (plus ``header``'s fields)."""
+    path = tmp_path / f"{name}.json"
+    record = Record("exp", "fwd", "float32", 1000 + len(name), "eager", "accuracy", 1.0, "bool")
+    write_json(path, {"git_commit": "0" * 40, "shard": shard, "complete": True, **header}, [record])
+    return path
+
+
+@pytest.mark.parametrize(("shards", "says"), [
+    (["1/2"], "missing 2/2"),
+    (["1/2", "3/3"], "shards of different counts"),
+    (["1/3", "2/3", "2/3"], "missing 3/3"),
+    (["1/2", None], "only some parts are --shard parts"),
+])
+def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(
+        tmp_path: Path, shards: list[str | None], says: str) -> None:
+    parts = [str(_part(tmp_path, "p" * (i + 1), shard)) for i, shard in enumerate(shards)]
+    result = run_cli("merge", *parts, "-o", str(tmp_path / "m.json"))
+    assert result.returncode == 2 and says in result.stderr, result.stderr
+
+
+def test_merge_refuses_a_partial_part_or_parts_of_other_plans_or_versions(tmp_path: Path) -> None:
+    whole = _part(tmp_path, "a", "1/2")
+    partial = _part(tmp_path, "bb", "2/2", complete=False)
+    result = run_cli("merge", str(whole), str(partial), "-o", str(tmp_path / "m.json"))
+    assert result.returncode == 2 and "is a partial run" in result.stderr
+    for field, value in (("plan", {"metrics": ["accuracy"]}), ("torch", "0.0")):
+        other = _part(tmp_path, "cc", "2/2", **{field: value})
+        result = run_cli("merge", str(whole), str(other), "-o", str(tmp_path / "m.json"))
+        assert result.returncode == 2 and f"differ in {field}" in result.stderr
+
+
+def test_a_finished_run_says_so_in_its_header_and_a_sharded_one_records_the_whole_plan(
+        tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert run_cli("--op", "exp", "--shape", "1000", "--shape", "2000", "--only", "eager", *QUICK,
+                   "--shard", "1/2", "--output-json", str(out)).returncode == 0
+    header, records = read_json(out)
+    assert header["complete"] is True
+    (sweep,) = header["plan"]["sweeps"]
+    assert sweep["shapes"] == [[1000], [2000]] and sweep["backends"] == ["eager"]
+    assert len({r.x_val for r in records}) == 1, "the shard ran half the plan"
 
 
 def test_a_run_of_several_modes_splits_into_the_baseline_of_each(tmp_path: Path) -> None:
@@ -231,3 +277,14 @@ def test_a_rank_that_hangs_is_given_up_on_and_the_others_are_kept(tmp_path: Path
     lost = [k for k, r in cells.items() if r.status == "error"]
     assert lost and all("rank 1 stopped reporting" in cells[k].error for k in lost)
     assert any(cells[("fwd", n, "hangs_on_rank_1", "accuracy")].value == 1.0 for n in (1000, 2000))
+
+
+def test_a_shard_with_no_work_exits_0_saying_so(tmp_path: Path) -> None:
+    """A CI matrix of more parts than shapes: the empty part is no failure."""
+    out = tmp_path / "empty.json"
+    result = run_cli("--op", "exp", "--shape", "1000", "--only", "eager", *QUICK, "--shard", "2/3",
+                     "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "no cells fell to this part" in result.stderr
+    header, records = read_json(out)
+    assert records == [] and header["complete"] is True

@@ -37,7 +37,7 @@ from harness.sweep.precompile import precompile
 from harness.sweep.ranks import Rank
 from harness.sweep.runner import run_sweep
 from harness.sweep.shards import ShardError, deal, parse_shard, restrict
-from harness.sweep.spec import Sweep
+from harness.sweep.spec import Sweep, run_plan
 
 
 def _print_lists(args: argparse.Namespace) -> bool:
@@ -247,6 +247,7 @@ def run_command(argv: list[str]) -> int:
             raise UsageError("--parallel-compile cannot run under torchrun: fill the caches first with "
                              "python run.py ... --parallel-compile N --metrics accuracy --no-save")
         return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
+    plan = run_plan(sweeps, settings.metrics)
     if args.shard:
         try:
             part, parts = parse_shard(args.shard)
@@ -264,7 +265,7 @@ def run_command(argv: list[str]) -> int:
     header = make_header(settings.device, python_argv(), {
         "copy_gbps": ceilings.copy_gbps, "ceilings_gbps": ceilings.traffic_gbps,
         "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
-        "shard": args.shard, "parallel_compile": args.parallel_compile,
+        "shard": args.shard, "parallel_compile": args.parallel_compile, "plan": plan, "complete": False,
     })
     records: list[Record] = []
 
@@ -282,6 +283,10 @@ def run_command(argv: list[str]) -> int:
     if line := options_line(header.get("options")):
         print(line, file=outputs.text)
     write_plot(header, records, outputs)
+    header["complete"] = ending == "finished"
     if outputs.json_path is not None:
         write_json(outputs.json_path, header, records)
+    if args.shard and not sweeps and ending == "finished":
+        print(f"--shard {args.shard}: no cells fell to this part (more parts than the run's work)",
+              file=sys.stderr)
     return exit_status(records, ending, outputs)

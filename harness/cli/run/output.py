@@ -127,7 +127,7 @@ def exit_status(records: list[Record], ending: str, outputs: Outputs) -> int:
         print(f"{len(failed)} cell(s) failed: " + ", ".join(failed[:MAX_LISTED_FAILURES]) + more,
               file=sys.stderr)
         status = 1
-    elif not any(r.status == "ok" for r in records):
+    elif records and not any(r.status == "ok" for r in records):  # none at all: an empty --shard part
         reason = next((r.error for r in records if r.error), "no cells")
         print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
         status = 1
