@@ -18,7 +18,7 @@ from tabulate import tabulate
 from harness.error_line import error_line
 from harness.metrics.table import METRICS
 from harness.registry import load_operator, operator_names
-from harness.report.results import BELOW_FLOOR, Record, csv_text
+from harness.report.results import BELOW_FLOOR, Record
 
 AVERAGE_NOTE = "average: geometric mean for {}, arithmetic mean for other metrics".format(
     ", ".join(name for name, metric in METRICS.items() if metric.mean == "geometric"))
@@ -118,10 +118,6 @@ class TableData:
         ]
         rows.append(["average", *("" if v is None else _fmt(v) for v in self.averages())])
         return rows
-
-    def csv(self, delimiter: str = ",") -> str:
-        """The table as CSV text: the header row, a row per shape, the average row."""
-        return csv_text(self.header(), self.raw_rows(), delimiter)
 
     def raw_rows(self) -> list[list[object]]:
         rows: list[list[object]] = []

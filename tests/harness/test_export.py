@@ -228,3 +228,18 @@ def test_export_of_a_missing_or_corrupt_file_is_one_line_exit_2(tmp_path: Path, 
     for path in (broken, tmp_path / "absent.json"):
         status, _, err = _export([str(path), "--format", "tritonbench-json"], capsys)
         assert status == 2 and len(err.splitlines()) == 1 and path.name in err
+
+
+def test_the_run_s_csv_is_the_tritonbench_export_of_its_result_file(tmp_path: Path) -> None:
+    """Both are tritonbench's layout: the same rows, a shape spelled as a tuple, so a dashboard
+    joins them on one key."""
+    from tests.helpers import run_cli
+
+    out, tables = tmp_path / "r.json", tmp_path / "t.csv"
+    assert run_cli("--op", "addmm", "--shape", "32,48,16", "--only", "eager", "--metrics", "accuracy",
+                   "--csv", str(tables), "--output-json", str(out)).returncode == 0
+    exported = run_cli("export", str(out), "--format", "tritonbench-csv")
+    assert exported.returncode == 0, exported.stderr
+    run_csv = tables.read_text()
+    assert run_csv.splitlines()[1].startswith("(32, 48, 16);")
+    assert exported.stdout.strip() == run_csv.strip()

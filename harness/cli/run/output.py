@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.report.exporters.tritonbench import tritonbench_rows
 from harness.report.plot import PLOT_METRICS, plot_results
-from harness.report.results import Record, write_csv
+from harness.report.results import Record, csv_text, write_csv
 from harness.report.table import TableData, group_records, kernel_tables, render, x_label
 
 MAX_LISTED_FAILURES = 8
@@ -88,11 +89,12 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
         if outputs.csv is None:
             continue
         data = TableData(group, labels[op], orders.get(op))
+        rows = tritonbench_rows(data, group)
         path = outputs.csv_path(op, mode)
         if path is None:
-            print(data.csv(delimiter=";"))
+            print(csv_text(data.header(), rows, delimiter=";"))
         else:
-            write_csv(path, data.header(), data.raw_rows(), delimiter=";")
+            write_csv(path, data.header(), rows, delimiter=";")
             print(f"csv: {path}", file=outputs.text)
 
 

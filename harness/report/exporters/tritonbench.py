@@ -36,10 +36,14 @@ def to_csv(header: dict[str, Any], records: list[Record]) -> str:
     tables = []
     for group in group_records(records).values():
         data = _table(group)
-        spelled = {x_label(r.x_val): tritonbench_x_val(r.x_val) for r in group}
-        rows = [[spelled.get(row[0], row[0]), *row[1:]] for row in data.raw_rows()]
-        tables.append(csv_text(data.header(), rows, delimiter=";"))
+        tables.append(csv_text(data.header(), tritonbench_rows(data, group), delimiter=";"))
     return "\n".join(tables)
+
+
+def tritonbench_rows(data: TableData, records: list[Record]) -> list[list[Any]]:
+    """``data``'s CSV rows (of ``records``) with each x_val spelled as tritonbench prints it."""
+    spelled = {x_label(r.x_val): tritonbench_x_val(r.x_val) for r in records}
+    return [[spelled.get(row[0], row[0]), *row[1:]] for row in data.raw_rows()]
 
 
 def _check_one_dtype(records: list[Record]) -> None:
