@@ -210,6 +210,9 @@ def read_json(path: Path) -> tuple[dict[str, Any], list[Record]]:
     for record in records:
         if (problem := malformed(record)) is not None:
             raise ResultFileError(f"{path}: {describe_cell(record)}: {problem}")
+    options = payload["header"].get("options")
+    if options is not None and not isinstance(options, dict):
+        raise ResultFileError(f"{path}: header options {options!r} is not an object")
     ceilings = payload["header"].get("ceilings_gbps")
     if ceilings is not None and not (isinstance(ceilings, dict)
                                      and all(is_finite_number(v) and v > 0 for v in ceilings.values())):

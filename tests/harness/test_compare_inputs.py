@@ -230,3 +230,15 @@ def test_a_partial_baseline_is_refused(tmp_path: Path, capsys: pytest.CaptureFix
     baseline = write(tmp_path / "base.json", sweep(seed=1), complete=False)
     code, _, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)))
     assert code == 2 and "is a partial run" in err and len(err.strip().splitlines()) == 1
+
+
+def test_header_options_that_are_not_an_object_are_refused_by_show_and_split(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    write(path, sweep(seed=1))
+    payload = json.loads(path.read_text())
+    payload["header"]["options"] = ["bias", "2d"]
+    path.write_text(json.dumps(payload))
+    for command in (["show", str(path)], ["split", str(path), "-o", str(tmp_path / "parts")]):
+        result = run_cli(*command)
+        assert result.returncode == 2 and "header options" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
