@@ -1,11 +1,12 @@
 """Merging the result files of disjoint parts of one run (``--shard K/N`` files, torchrun ranks).
 
 The parts must come from the same code and settings: the same commit, versions, GPU model,
-timer, repeats, tolerances, ``--isolate``, ``--parallel-compile``, precision, seed, operator
-options and plan (what the command set out to measure, before ``--shard`` took its share); every
-part must have finished; shards must be each of ``1/N`` .. ``N/N`` of one N exactly once; and no
-cell may be in two parts.  The merged header keeps the first part's fields (but a split file's
-``split``: :mod:`harness.report.split`) and lists every part's shard and GPUs.
+timer, repeats, tolerances, ``--isolate``, ``--parallel-compile``, precision, seed and operator
+options; every part must have finished; ``--shard`` parts must share their plan (what the
+command set out to measure, before the shard took its share) and be each of ``1/N`` .. ``N/N``
+of one N exactly once; and no cell may be in two parts (separate runs of disjoint shapes
+merge).  The merged header keeps the first part's fields (but a split file's ``split``:
+:mod:`harness.report.split`) and lists every part's shard and GPUs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from harness.report.results import Record, describe_cell
 
 SAME = ("git_commit", "source_digest", "device_name", "torch", "triton", "helion", "python", "timer",
-        "repeats", "tolerance", "isolate", "precision", "seed", "options", "parallel_compile", "plan")
+        "repeats", "tolerance", "isolate", "precision", "seed", "options", "parallel_compile")
 """Header fields every part of one run must share."""
 
 
@@ -36,7 +37,12 @@ def merge_parts(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> tuple[
     for name, header, _ in parts:
         if header.get("complete") is False:
             raise MergeError(f"{name} is a partial run (stopped before it finished): rerun that part")
-    shards = [shard for _, header, _ in parts for shard in header.get("shards") or [header.get("shard")]]
+    shards = _shards(parts)
+    if any(shard is not None for shard in shards):
+        for name, header, _ in parts[1:]:
+            if header.get("plan") != first.get("plan"):
+                raise MergeError(f"{name} and {first_name} are shards of different plans (the shapes, "
+                                 "backends, metrics or baseline their command set out to measure)")
     _check_shards(shards)
     seen: dict[tuple, str] = {}
     records: list[Record] = []
@@ -54,6 +60,23 @@ def merge_parts(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> tuple[
     return header, records
 
 
+def _shards(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> list[str | None]:
+    """Every part's shard (a merged file: its parts' shards), once for the pieces a split cut
+    from one file (they share its shards)."""
+    shards: list[str | None] = []
+    split_sources: set[tuple] = set()
+    for name, header, _ in parts:
+        own = header.get("shards") if header.get("shards") is not None else [header.get("shard")]
+        if not isinstance(own, list) or not all(s is None or isinstance(s, str) for s in own):
+            raise MergeError(f"{name}: malformed shards {own!r}")
+        if header.get("split") is not None:
+            if tuple(own) in split_sources:
+                continue
+            split_sources.add(tuple(own))
+        shards += own
+    return shards
+
+
 def _check_shards(shards: list[str | None]) -> None:
     """Refuse shards that are not each of 1/N .. N/N of one N exactly once (None: not a shard)."""
     given = [shard for shard in shards if shard is not None]
@@ -61,7 +84,12 @@ def _check_shards(shards: list[str | None]) -> None:
         return
     if len(given) < len(shards):
         raise MergeError("only some parts are --shard parts: merge the shards of one run only")
-    split = [tuple(int(v) for v in shard.split("/")) for shard in given]
+    try:
+        split = [tuple(int(v) for v in shard.split("/")) for shard in given]
+        if any(len(s) != 2 or not 1 <= s[0] <= s[1] for s in split):
+            raise ValueError
+    except ValueError as exc:
+        raise MergeError(f"malformed shards in the parts' headers: {', '.join(given)}") from exc
     counts = {parts for _, parts in split}
     if len(counts) > 1:
         raise MergeError(f"shards of different counts: {', '.join(given)}")

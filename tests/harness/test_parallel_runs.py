@@ -161,10 +161,21 @@ def test_merge_refuses_a_partial_part_or_parts_of_other_plans_or_versions(tmp_pa
     partial = _part(tmp_path, "bb", "2/2", complete=False)
     result = run_cli("merge", str(whole), str(partial), "-o", str(tmp_path / "m.json"))
     assert result.returncode == 2 and "is a partial run" in result.stderr
-    for field, value in (("plan", {"metrics": ["accuracy"]}), ("torch", "0.0")):
-        other = _part(tmp_path, "cc", "2/2", **{field: value})
+    for field, says in (("plan", "shards of different plans"), ("torch", "differ in torch")):
+        other = _part(tmp_path, "cc", "2/2", **{field: {"metrics": ["accuracy"]}})
         result = run_cli("merge", str(whole), str(other), "-o", str(tmp_path / "m.json"))
-        assert result.returncode == 2 and f"differ in {field}" in result.stderr
+        assert result.returncode == 2 and says in result.stderr, result.stderr
+    malformed = _part(tmp_path, "dd", "2of2")
+    result = run_cli("merge", str(whole), str(malformed), "-o", str(tmp_path / "m.json"))
+    assert result.returncode == 2 and "malformed shards" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_separate_runs_of_disjoint_shapes_merge_whatever_their_plans(tmp_path: Path) -> None:
+    first = _part(tmp_path, "a", None, plan={"metrics": ["accuracy"], "sweeps": []})
+    second = _part(tmp_path, "bb", None, plan={"metrics": ["latency"], "sweeps": []})
+    result = run_cli("merge", str(first), str(second), "-o", str(tmp_path / "m.json"))
+    assert result.returncode == 0, result.stderr
 
 
 def test_a_finished_run_says_so_in_its_header_and_a_sharded_one_records_the_whole_plan(
@@ -250,6 +261,7 @@ def test_two_torchrun_ranks_give_the_cells_and_verdicts_of_one_process(tmp_path:
     }
     header, records = read_json(ranked)
     assert [gpu["rank"] for gpu in header["gpus"]] == [0, 1] and header["world_size"] == 2
+    assert header["complete"] is True and header["plan"] == read_json(single)[0]["plan"]
     assert {r.gpu for r in records} == {f"{gpu['gpu']}" for gpu in header["gpus"]}
     assert "exp bwd float32" in result.stdout
 
@@ -279,12 +291,29 @@ def test_a_rank_that_hangs_is_given_up_on_and_the_others_are_kept(tmp_path: Path
     assert any(cells[("fwd", n, "hangs_on_rank_1", "accuracy")].value == 1.0 for n in (1000, 2000))
 
 
-def test_a_shard_with_no_work_exits_0_saying_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("precompile", [[], ["--parallel-compile", "2"]])
+def test_a_shard_with_no_work_exits_0_saying_so(tmp_path: Path, precompile: list[str]) -> None:
     """A CI matrix of more parts than shapes: the empty part is no failure."""
     out = tmp_path / "empty.json"
     result = run_cli("--op", "exp", "--shape", "1000", "--only", "eager", *QUICK, "--shard", "2/3",
-                     "--output-json", str(out))
+                     *precompile, "--output-json", str(out))
     assert result.returncode == 0, result.stderr
     assert "no cells fell to this part" in result.stderr
     header, records = read_json(out)
     assert records == [] and header["complete"] is True
+
+
+def test_the_pieces_split_from_a_merged_sharded_run_merge_back(tmp_path: Path) -> None:
+    parts = []
+    for k in (1, 2):
+        part = tmp_path / f"p{k}.json"
+        assert run_cli("--op", "exp", "--mode", "fwd,bwd", "--shape", "1000", "--shape", "2000", "--only",
+                       "eager", *QUICK, "--shard", f"{k}/2", "--output-json", str(part)).returncode == 0
+        parts.append(str(part))
+    merged = tmp_path / "m.json"
+    assert run_cli("merge", *parts, "-o", str(merged)).returncode == 0
+    assert run_cli("split", str(merged), "-o", str(tmp_path / "sp")).returncode == 0
+    back = run_cli("merge", str(tmp_path / "sp" / "exp_fwd.json"), str(tmp_path / "sp" / "exp_bwd.json"),
+                   "-o", str(tmp_path / "back.json"))
+    assert back.returncode == 0, back.stderr
+    assert set(_cells(tmp_path / "back.json")) == set(_cells(merged))

@@ -274,7 +274,7 @@ def run_command(argv: list[str]) -> int:
         if outputs.json_path is not None:
             write_json(outputs.json_path, header, records)
 
-    ending = _precompile(sweeps, args.parallel_compile) if args.parallel_compile else "finished"
+    ending = _precompile(sweeps, args.parallel_compile) if args.parallel_compile and sweeps else "finished"
     if ending == "finished":
         ending = _execute(sweeps, sink)
     orders = {sweep.op.name: sweep.backends for sweep in sweeps}

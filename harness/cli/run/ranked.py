@@ -22,7 +22,7 @@ from harness.settings import RunSettings
 from harness.sweep.continuation import ShapeWork, Supervision, continue_in_workers
 from harness.sweep.ranks import Gatherer, Rank, RecordStore, select_gpu
 from harness.sweep.shards import Unit, deal, restrict
-from harness.sweep.spec import Sweep
+from harness.sweep.spec import Sweep, run_plan
 
 
 def _lost_records(sweeps: list[Sweep], units: list[Unit], received: set, rank: int) -> list[Record]:
@@ -76,7 +76,7 @@ def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swe
         header.update(make_header(settings.device, python_argv(), {
             "copy_gbps": ceilings.copy_gbps, "ceilings_gbps": ceilings.traffic_gbps,
             "peak_gbps": ceilings.peak_gbps, "peak_tflops": ceilings.peak_tflops, **settings.header_fields(),
-            "world_size": rank.world}))
+            "world_size": rank.world, "plan": run_plan(sweeps, settings.metrics), "complete": False}))
     work = [ShapeWork(i, shape, list(sweep.backends))
             for i, sweep in enumerate(mine) for shape in sweep.shapes]
     gatherer = Gatherer(store, keep) if rank.rank == 0 else None
@@ -116,6 +116,7 @@ def _report(sweeps: list[Sweep], records: list[Record], header: dict, outputs: O
         print(f"rank {gpu['rank']}: {gpu['device_name']} {gpu['gpu']}  {ceilings_line(gpu['ceilings_gbps'])}",
               file=outputs.text)
     write_plot(header, records, outputs)
+    header["complete"] = ending == "finished"
     if outputs.json_path is not None:
         write_json(outputs.json_path, header, records)
     return exit_status(records, ending, outputs)
