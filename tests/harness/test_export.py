@@ -170,6 +170,19 @@ def test_failed_and_skipped_cells_are_left_out_never_zero(fmt: str) -> None:
     assert 0.0 not in values.values()
 
 
+@pytest.mark.parametrize("fmt", ["tritonbench-json", "hud-v3"])
+def test_a_wrong_cell_exports_its_accuracy_but_no_time_for_a_dashboard(fmt: str) -> None:
+    records = _records() + [
+        Record("exp", "fwd", "bfloat16", 4096, "helion", "accuracy", 0.0, "bool"),
+        Record("exp", "fwd", "bfloat16", 4096, "helion", "latency", 0.001, "ms", p50=0.001),
+        Record("exp", "fwd", "bfloat16", 4096, "helion", "speedup", 12.3, "x"),
+    ]
+    values = _exported_values(fmt, FORMATS[fmt](HEADER, records))
+    assert values[("exp", "fwd", "4096", "helion", "accuracy")] == 0.0
+    assert ("exp", "fwd", "4096", "helion", "latency") not in values
+    assert ("exp", "fwd", "4096", "helion", "speedup") not in values
+
+
 def test_tritonbench_json_refuses_two_dtypes_of_one_op_and_mode() -> None:
     records = _records() + [Record("exp", "fwd", "float32", 4096, "eager", "latency", 0.02, "ms")]
     with pytest.raises(ExportError, match="several dtypes"):

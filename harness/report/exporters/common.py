@@ -10,8 +10,12 @@ class ExportError(ValueError):
 
 
 def exported(records: list[Record]) -> list[Record]:
-    """The records with a value: failed and skipped cells are left out, never written as 0."""
-    return [r for r in records if r.status == "ok" and r.value is not None]
+    """The records with a value: failed and skipped cells are left out, never written as 0, and a
+    wrong cell (accuracy 0) keeps only its accuracy, so that no dashboard charts a wrong kernel's
+    time or speedup."""
+    wrong = {r.cell() for r in records if r.metric == "accuracy" and r.status == "ok" and r.value == 0}
+    return [r for r in records if r.status == "ok" and r.value is not None
+            and (r.metric == "accuracy" or r.cell() not in wrong)]
 
 
 def tritonbench_x_val(x_val: int | list[int]) -> str:
