@@ -16,6 +16,7 @@ is kept with the cell's measurement.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -203,6 +204,15 @@ def undifferentiable_output(cell: Cell, outputs: tuple[torch.Tensor, ...]) -> st
     return None
 
 
+def check_call(op: BenchmarkOperator, mode: Mode, cell: Cell, outputs: tuple[torch.Tensor, ...],
+               diff: list[int], reference: Reference, tolerance: Tolerance) -> AccuracyResult:
+    """:func:`compare_cell` of a call of ``cell``, which then, in a training forward, also needs
+    outputs autograd can differentiate (:func:`undifferentiable_output`)."""
+    checked = compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
+    reason = undifferentiable_output(cell, outputs) if checked.passed else None
+    return checked if reason is None else dataclasses.replace(checked, passed=False, reason=reason)
+
+
 def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
                      tolerance: Tolerance, graphed: bool = False) -> AccuracyResult:
     """One more call of exactly what the timer repeats (``setup``, then ``timed``; ``graphed``: a
@@ -215,11 +225,10 @@ def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[i
     result = call()
     synchronize(op.device)
     outputs = as_tuple(result) if mode.checks_outputs else ()
-    checked = compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
-    reason = checked.reason if not checked.passed else undifferentiable_output(cell, outputs)
-    if reason is None:
+    checked = check_call(op, mode, cell, outputs, diff, reference, tolerance)
+    if checked.passed:
         return checked
-    return AccuracyResult(False, checked.max_abs_err, checked.max_rel_err, f"in a timed call: {reason}")
+    return dataclasses.replace(checked, reason=f"in a timed call: {checked.reason}")
 
 
 def changed_inputs(before: list[tuple[int, torch.Tensor]], inputs: Sequence[Any]) -> str | None:

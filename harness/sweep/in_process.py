@@ -26,13 +26,12 @@ from harness.measure.cell import (
     build_cell,
     changed_inputs,
     check_again,
+    check_call,
     check_timed_call,
-    compare_cell,
     compute_reference,
     peak_memory,
     snapshot,
     time_cell,
-    undifferentiable_output,
 )
 from harness.measure.errors import ContextLost, context_lost, error_text
 from harness.measure.profile import profile_cell, with_work
@@ -142,10 +141,8 @@ class ShapeRun:
         try:
             cell = build_cell(self.op, backend, local, given.diff, mode, given.reference,
                               self.measurements[name], first_call_time="first_call" in self.sweep.needs)
-            first = compare_cell(self.op, mode, cell.first_outputs, local, given.diff, given.reference,
-                                 self.tolerance)
-            if first.passed and (reason := undifferentiable_output(cell, cell.first_outputs)):
-                first = _failure(reason)
+            first = check_call(self.op, mode, cell, cell.first_outputs, given.diff, given.reference,
+                               self.tolerance)
             self.cells[name] = BuiltCell(cell, before, [first])
             self.check_unchanged(self.cells[name])
             if self.op.device == "cuda" and "peak_mem" in self.sweep.needs:
