@@ -64,6 +64,12 @@ class Cell:
     """Whether its forward outputs must be differentiable: ``fwd`` (a training forward) for a
     backend not declared ``fwd_only``."""
 
+    def drop_first_graph(self) -> None:
+        """Keep the first call's outputs detached, letting go of their autograd graph: kept alive,
+        its AccumulateGrad nodes stay on the first call's stream, and a backward captured on
+        another stream (``--cudagraph --mode fwd_bwd``) fails its capture."""
+        self.first_outputs = tuple(output.detach() for output in self.first_outputs)
+
 
 def _upcast(inputs: Sequence[Any], diff: list[int], needs_grad: bool) -> list[Any]:
     out = list(inputs)
@@ -219,11 +225,20 @@ def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[i
     replay of it captured in a CUDA graph, as ``--cudagraph`` times it), on the inputs it was
     timed on, checked against their reference: a backend cannot tell it from a timed call, so one
     that is right on its checked calls but not on its timed ones fails."""
-    call = captured(cell.timed, cell.setup) if graphed else cell.timed
+    call, captured_grads = cell.timed, {}
+    if graphed:
+        call = captured(cell.timed, cell.setup)
+        # Each replay rewrites the gradients the capture assigned, which setup() lets go of.
+        captured_grads = {i: cell.inputs[i].grad for i in diff}
     cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)
+    for grad in captured_grads.values():
+        if grad is not None:
+            grad.fill_(float("nan"))  # the replay must write them
     result = call()
     synchronize(op.device)
+    for i, grad in captured_grads.items():
+        cell.inputs[i].grad = grad
     outputs = as_tuple(result) if mode.checks_outputs else ()
     checked = check_call(op, mode, cell, outputs, diff, reference, tolerance)
     if checked.passed:

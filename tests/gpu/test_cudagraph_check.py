@@ -1,5 +1,5 @@
 """Under ``--cudagraph`` the check of a timed call replays a captured graph, as the timer does: a
-backend that is right when called but wrong inside a capture fails."""
+backend that is right when called but wrong inside a capture fails, forward or backward."""
 
 from __future__ import annotations
 
@@ -16,6 +16,24 @@ from harness.operator import register_benchmark
 @register_benchmark(operator="exp")
 def wrong_when_captured(self, x):
     return lambda: torch.empty_like(x) if torch.cuda.is_current_stream_capturing() else torch.exp(x)
+
+
+class ExpWrongBackwardWhenCaptured(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        return torch.empty_like(dy) if torch.cuda.is_current_stream_capturing() else dy * y
+
+
+@register_benchmark(operator="exp")
+def wrong_backward_when_captured(self, x):
+    return lambda: ExpWrongBackwardWhenCaptured.apply(x)
 '''
 
 
@@ -30,3 +48,19 @@ def test_a_backend_wrong_only_in_its_captured_graph_fails(tmp_path: Path) -> Non
     assert accuracy["eager"].value == 1.0
     assert accuracy["wrong_when_captured"].value == 0.0
     assert accuracy["wrong_when_captured"].note.startswith("in a timed call")
+
+
+def test_forward_backward_replays_its_captured_graph_and_is_checked(tmp_path: Path) -> None:
+    plugin, out = tmp_path / "captured.py", tmp_path / "r.json"
+    plugin.write_text(PLUGIN)
+    result = run_cli("--plugin", str(plugin), "--op", "exp", "--mode", "fwd_bwd", "--shape", "65537",
+                     "--cudagraph", "--only", "eager,triton,wrong_backward_when_captured",
+                     "--metrics", "accuracy,latency", "--output-json", str(out))
+    assert result.returncode == 1, result.stdout + result.stderr
+    records = {(r.backend, r.metric): r for r in read_json(out)[1]}
+    for backend in ("eager", "triton"):
+        assert records[backend, "accuracy"].value == 1.0, records[backend, "accuracy"].note
+        assert records[backend, "latency"].value > 0
+    wrong = records["wrong_backward_when_captured", "accuracy"]
+    assert wrong.value == 0.0
+    assert wrong.note.startswith("in a timed call")
