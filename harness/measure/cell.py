@@ -59,7 +59,9 @@ class Cell:
     check: Callable[[tuple[torch.Tensor, ...] | None], tuple[torch.Tensor, ...]]
     inputs: list[Any]
     first_outputs: tuple[torch.Tensor, ...]
-    dys: list[tuple[torch.Tensor, ...]]
+    """The first call's outputs; detached once the first call is checked (:meth:`drop_first_graph`)."""
+    dys: list[tuple[Any, tuple[torch.Tensor, ...]]]
+    """Every ``dy`` handed out to it, with its key (:meth:`BenchmarkOperator.track_grad_outputs`)."""
     trains: bool = False
     """Whether its forward outputs must be differentiable: ``fwd`` (a training forward) for a
     backend not declared ``fwd_only``."""
@@ -219,22 +221,35 @@ def check_call(op: BenchmarkOperator, mode: Mode, cell: Cell, outputs: tuple[tor
     return checked if reason is None else dataclasses.replace(checked, passed=False, reason=reason)
 
 
+def poison_unread(tensors: Sequence[torch.Tensor | None], read: Sequence[Any]) -> None:
+    """NaN-fill each floating-point tensor of ``tensors`` that shares no storage with a tensor of
+    ``read`` (a gradient may be its ``dy`` itself, an output a view of an input)."""
+    shared = {x.untyped_storage().data_ptr() for x in read if isinstance(x, torch.Tensor)}
+    with torch.no_grad():
+        for tensor in tensors:
+            if (tensor is not None and tensor.is_floating_point()
+                    and tensor.untyped_storage().data_ptr() not in shared):
+                tensor.fill_(float("nan"))
+
+
 def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
                      tolerance: Tolerance, graphed: bool = False) -> AccuracyResult:
     """One more call of exactly what the timer repeats (``setup``, then ``timed``; ``graphed``: a
     replay of it captured in a CUDA graph, as ``--cudagraph`` times it), on the inputs it was
     timed on, checked against their reference: a backend cannot tell it from a timed call, so one
-    that is right on its checked calls but not on its timed ones fails."""
-    call, captured_grads = cell.timed, {}
+    that is right on its checked calls but not on its timed ones fails.
+
+    A replay rewrites, in place, the outputs and gradients its capture made; they are NaN-filled
+    first, so the replay must write them, and the gradients (which ``setup`` lets go of) are put
+    back on the inputs for the comparison."""
+    call, captured_grads, rewritten = cell.timed, {}, []
     if graphed:
         call = captured(cell.timed, cell.setup)
-        # Each replay rewrites the gradients the capture assigned, which setup() lets go of.
         captured_grads = {i: cell.inputs[i].grad for i in diff}
+        rewritten = [*as_tuple(call()), *captured_grads.values()]
     cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)
-    for grad in captured_grads.values():
-        if grad is not None:
-            grad.fill_(float("nan"))  # the replay must write them
+    poison_unread(rewritten, [*cell.inputs, *(dy for _, dys in cell.dys for dy in dys)])
     result = call()
     synchronize(op.device)
     for i, grad in captured_grads.items():

@@ -12,15 +12,10 @@ import torch
 from harness import timing
 from harness.cli.main import main
 from harness.cli.run.parser import build_parser
-from harness.measure.cell import Cell
 from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import METRICS, Metric
-from harness.operator import Mode
 from harness.settings import TimerSettings
-from harness.sweep import in_process
 from harness.timing import TIMER_KINDS, CpuTimer, WallTimer, make_timer
-from operators.exp.operator import ExpOperator
-from tests.helpers import run_cells
 
 
 def test_the_default_budgets_are_per_device_and_overridable() -> None:
@@ -133,22 +128,3 @@ def test_the_clean_flush_only_reads_its_buffer_and_the_dirty_one_writes_it(
     flush()
     assert flush.buffer.any().item() is not write
     assert write or flush.sink.item() == flush.buffer.numel(), "a read pass sums the buffer"
-
-
-@pytest.mark.parametrize("mode", [Mode.FWD, Mode.FWD_BWD])
-def test_a_timed_cell_holds_no_autograd_graph_of_its_first_call(monkeypatch: pytest.MonkeyPatch,
-                                                                  mode: Mode) -> None:
-    # Kept alive, that graph's AccumulateGrad nodes stay on the first call's stream, and a
-    # backward captured on another stream (--cudagraph --mode fwd_bwd) fails its capture.
-    timed_with: list[object] = []
-    time_cell = in_process.time_cell
-
-    def spy(cell: Cell, *args: object) -> None:
-        timed_with.extend(output.grad_fn for output in cell.first_outputs)
-        time_cell(cell, *args)
-
-    monkeypatch.setattr(in_process, "time_cell", spy)
-    records = run_cells(ExpOperator(device="cpu", dtype=torch.float32), mode, (1000,),
-                        ["accuracy", "latency"], ["eager"])
-    assert records["eager", "accuracy"].value == 1.0
-    assert timed_with == [None]
