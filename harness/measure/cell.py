@@ -233,20 +233,25 @@ def poison_unread(tensors: Sequence[torch.Tensor | None], read: Sequence[Any]) -
 
 
 def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
-                     tolerance: Tolerance, graphed: bool = False) -> AccuracyResult:
-    """One more call of exactly what the timer repeats (``setup``, then ``timed``; ``graphed``: a
-    replay of it captured in a CUDA graph, as ``--cudagraph`` times it), on the inputs it was
-    timed on, checked against their reference: a backend cannot tell it from a timed call, so one
-    that is right on its checked calls but not on its timed ones fails.
+                     tolerance: Tolerance, replayed_on: tuple[Sequence[Any], Reference] | None = None,
+                     ) -> AccuracyResult:
+    """One more call of exactly what the timer repeats (``setup``, then ``timed``), on the inputs
+    it was timed on, checked against their ``reference``: a backend cannot tell it from a timed
+    call, so one that is right on its checked calls but not on its timed ones fails.
 
-    A replay rewrites, in place, the outputs and gradients its capture made; they are NaN-filled
+    ``replayed_on`` (fresh inputs, and their reference with the first ``dy``) makes the call a
+    replay of it captured in a CUDA graph, as ``--cudagraph`` times it, after the fresh values are
+    copied into the inputs the graph reads: a graph that replays a stashed result fails.  A
+    replay rewrites, in place, the outputs and gradients its capture made; they are NaN-filled
     first, so the replay must write them, and the gradients (which ``setup`` lets go of) are put
     back on the inputs for the comparison."""
     call, captured_grads, rewritten = cell.timed, {}, []
-    if graphed:
+    if replayed_on is not None:
         call = captured(cell.timed, cell.setup)
         captured_grads = {i: cell.inputs[i].grad for i in diff}
         rewritten = [*as_tuple(call()), *captured_grads.values()]
+        fresh, reference = replayed_on
+        refill(cell.inputs, fresh)
     cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)
     poison_unread(rewritten, [*cell.inputs, *(dy for _, dys in cell.dys for dy in dys)])

@@ -58,6 +58,9 @@ class ShapeInputs:
     fresh: tuple[Any, ...]
     fresh_reference: Reference
     diff: list[int]
+    replay_reference: Reference | None = None
+    """Under ``--cudagraph``: the fresh inputs' reference with the first ``dy``, which the replayed
+    check of a timed call runs with (:func:`check_timed_call`)."""
 
 
 @dataclass
@@ -84,7 +87,10 @@ def _shape_inputs(sweep: Sweep, shape: Shape) -> ShapeInputs:
     reference = compute_reference(op, inputs, mode)
     fresh = op.fresh_inputs(shape, seed + FRESH_SEED_OFFSET) or inputs
     fresh_reference = compute_reference(op, fresh, mode, fresh=True)
-    return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs))
+    replay_reference = None
+    if sweep.settings.timer.cudagraph:
+        replay_reference = reference if fresh is inputs else compute_reference(op, fresh, mode)
+    return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs), replay_reference)
 
 
 def _verdict(built: BuiltCell) -> AccuracyResult:
@@ -203,8 +209,9 @@ class ShapeRun:
         """One more call of what the timer repeats, on the inputs it was timed on."""
         given = self.given
         try:
+            replayed_on = None if given.replay_reference is None else (given.fresh, given.replay_reference)
             built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff, given.reference,
-                                                 self.tolerance, graphed=self.settings.timer.cudagraph))
+                                                 self.tolerance, replayed_on))
         except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
             built.checks.append(_failure(f"the check of a timed call failed: {error_line(error_text(exc))}"))
             self.failed(name, f"the check of a timed call failed: {error_text(exc)}")

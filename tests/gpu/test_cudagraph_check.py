@@ -1,5 +1,6 @@
 """Under ``--cudagraph`` the check of a timed call replays a captured graph, as the timer does: a
-backend that is right when called but wrong inside a capture fails, forward or backward."""
+backend that is right when called but wrong inside a capture fails, forward or backward, and so
+does a graph that replays a result stashed before its capture."""
 
 from __future__ import annotations
 
@@ -34,6 +35,18 @@ class ExpWrongBackwardWhenCaptured(torch.autograd.Function):
 @register_benchmark(operator="exp")
 def wrong_backward_when_captured(self, x):
     return lambda: ExpWrongBackwardWhenCaptured.apply(x)
+
+
+@register_benchmark(operator="exp")
+def replays_a_stash(self, x):
+    stash = {}
+
+    def call():
+        if torch.cuda.is_current_stream_capturing():
+            return stash["y"].clone()
+        stash["y"] = torch.exp(x)
+        return stash["y"]
+    return call
 '''
 
 
@@ -41,13 +54,16 @@ def test_a_backend_wrong_only_in_its_captured_graph_fails(tmp_path: Path) -> Non
     plugin, out = tmp_path / "captured.py", tmp_path / "r.json"
     plugin.write_text(PLUGIN)
     result = run_cli("--plugin", str(plugin), "--op", "exp", "--mode", "fwd_no_grad", "--shape", "65536",
-                     "--cudagraph", "--only", "eager,wrong_when_captured", "--metrics", "accuracy,latency",
+                     "--cudagraph", "--only", "eager,wrong_when_captured,replays_a_stash",
+                     "--metrics", "accuracy,latency",
                      "--output-json", str(out))
     assert result.returncode == 1, result.stdout + result.stderr
     accuracy = {r.backend: r for r in read_json(out)[1] if r.metric == "accuracy"}
     assert accuracy["eager"].value == 1.0
     assert accuracy["wrong_when_captured"].value == 0.0
     assert accuracy["wrong_when_captured"].note.startswith("in a timed call")
+    assert accuracy["replays_a_stash"].value == 0.0
+    assert accuracy["replays_a_stash"].note.startswith("in a timed call")
 
 
 def test_forward_backward_replays_its_captured_graph_and_is_checked(tmp_path: Path) -> None:

@@ -1,17 +1,21 @@
-"""What ``--cudagraph`` needs of a built cell, checked on the CPU: no autograd graph of the first
-call left alive, and a replay's outputs poisoned only where they share no storage with what the
-graph reads."""
+"""What ``--cudagraph`` needs, checked on the CPU: no autograd graph of a cell's first call left
+alive; a replay's outputs poisoned only where they share no storage with what the graph reads;
+a replay checked on fresh inputs against their reference with the ``dy`` it was captured with."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
 
 from harness.measure.cell import Cell, poison_unread
 from harness.operator import Mode
+from harness.settings import TimerSettings
 from harness.sweep import in_process
+from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
-from tests.helpers import run_cells
+from tests.helpers import cpu_settings, run_cells
 
 
 @pytest.mark.parametrize("repeats", [1, 2])
@@ -38,3 +42,21 @@ def test_a_replay_poisons_what_it_writes_and_nothing_it_reads() -> None:
     poison_unread([output, own_grad, None, dy_as_grad, view_of_x, torch.arange(3)], [x, 3, dy])
     assert output.isnan().all() and own_grad.isnan().all()
     assert not dy.isnan().any() and not x.isnan().any()
+
+
+@pytest.mark.parametrize("cudagraph", [False, True])
+def test_a_replay_is_checked_on_the_fresh_inputs_with_the_dy_it_was_captured_with(cudagraph: bool) -> None:
+    op = ExpOperator(device="cpu", dtype=torch.float32)
+    timer = TimerSettings(warmup_ms=0.0, rep_ms=1.0, cudagraph=cudagraph)
+    settings = dataclasses.replace(cpu_settings(["accuracy"]), timer=timer)
+    sweep = Sweep(op, Mode.FWD_BWD, [(1000,)], ["eager"], "eager", settings)
+    given = in_process._shape_inputs(sweep, (1000,))
+    if not cudagraph:
+        assert given.replay_reference is None
+        return
+    (fresh,), (first_dy,) = given.fresh, op.grad_outputs((given.fresh[0],))
+    expected = fresh.double().exp()
+    assert not torch.equal(fresh, given.inputs[0])
+    assert torch.allclose(given.replay_reference.outputs[0], expected)
+    assert torch.allclose(given.replay_reference.grads[0], expected * first_dy.double())
+    assert not torch.allclose(given.fresh_reference.grads[0], given.replay_reference.grads[0])
