@@ -284,7 +284,8 @@ class BenchmarkOperator:
         reference sees exactly the values the backends see.  Each call hands out copies of
         its own, so a backend that writes into its ``dy`` cannot change another's; the harness
         checks the copies it handed out afterwards (:meth:`changed_grad_outputs`).  ``fresh``
-        gives the second set, drawn with another seed, for the check after timing.
+        gives the second set, drawn with another seed, for the check after timing.  A ``dy``
+        depends on its outputs' shapes only: the checks on fresh inputs rely on it.
         """
         key = (tuple(tuple(o.shape) for o in outputs), fresh)
         if key not in self._dy_cache:

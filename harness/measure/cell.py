@@ -3,7 +3,8 @@
 Building a cell runs the backend's set-up and first call and returns the callable the timer
 repeats.  The first call's outputs and input gradients are checked against the float64
 reference; after timing, one more call of what the timer repeats is checked against it (a
-backend cannot tell that call from a timed one), and then the inputs are refilled with fresh
+backend cannot tell that call from a timed one; under ``--cudagraph`` a replay of its captured
+graph on fresh inputs, against their reference), and then the inputs are refilled with fresh
 values and one more call is checked against their own reference, so a backend that caches its
 first result, or is right once and then returns garbage, fails.  In ``fwd`` every
 floating-point output must require grad (a training forward), unless the backend is
@@ -233,25 +234,23 @@ def poison_unread(tensors: Sequence[torch.Tensor | None], read: Sequence[Any]) -
 
 
 def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
-                     tolerance: Tolerance, replayed_on: tuple[Sequence[Any], Reference] | None = None,
-                     ) -> AccuracyResult:
+                     tolerance: Tolerance, replayed_on: Sequence[Any] | None = None) -> AccuracyResult:
     """One more call of exactly what the timer repeats (``setup``, then ``timed``), on the inputs
     it was timed on, checked against their ``reference``: a backend cannot tell it from a timed
     call, so one that is right on its checked calls but not on its timed ones fails.
 
-    ``replayed_on`` (fresh inputs, and their reference with the first ``dy``) makes the call a
-    replay of it captured in a CUDA graph, as ``--cudagraph`` times it, after the fresh values are
-    copied into the inputs the graph reads: a graph that replays a stashed result fails.  A
-    replay rewrites, in place, the outputs and gradients its capture made; they are NaN-filled
-    first, so the replay must write them, and the gradients (which ``setup`` lets go of) are put
-    back on the inputs for the comparison."""
+    ``replayed_on`` (fresh inputs; ``reference`` then is theirs with the first ``dy``) makes the
+    call a replay of it captured in a CUDA graph, as ``--cudagraph`` times it, after the fresh
+    values are copied into the inputs the graph reads: a graph that replays a stashed result
+    fails.  A replay rewrites, in place, the outputs and gradients its capture made; they are
+    NaN-filled first, so the replay must write them, and the gradients (which ``setup`` lets go
+    of) are put back on the inputs for the comparison."""
     call, captured_grads, rewritten = cell.timed, {}, []
     if replayed_on is not None:
         call = captured(cell.timed, cell.setup)
         captured_grads = {i: cell.inputs[i].grad for i in diff}
         rewritten = [*as_tuple(call()), *captured_grads.values()]
-        fresh, reference = replayed_on
-        refill(cell.inputs, fresh)
+        refill(cell.inputs, replayed_on)
     cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)
     poison_unread(rewritten, [*cell.inputs, *(dy for _, dys in cell.dys for dy in dys)])

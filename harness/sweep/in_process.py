@@ -88,8 +88,9 @@ def _shape_inputs(sweep: Sweep, shape: Shape) -> ShapeInputs:
     fresh = op.fresh_inputs(shape, seed + FRESH_SEED_OFFSET) or inputs
     fresh_reference = compute_reference(op, fresh, mode, fresh=True)
     replay_reference = None
-    if sweep.settings.timer.cudagraph:
-        replay_reference = reference if fresh is inputs else compute_reference(op, fresh, mode)
+    if sweep.timed and sweep.settings.timer.cudagraph:
+        replay_reference = (reference if fresh is inputs else fresh_reference if not mode.checks_grads
+                            else compute_reference(op, fresh, mode))
     return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs), replay_reference)
 
 
@@ -206,12 +207,17 @@ class ShapeRun:
             self.failed(name, f"profiling failed: {error_text(exc)}")
 
     def check_a_timed_call(self, name: str, built: BuiltCell) -> None:
-        """One more call of what the timer repeats, on the inputs it was timed on."""
+        """One more call of what the timer repeats: on the inputs it was timed on, or under
+        ``--cudagraph`` a replay on the fresh inputs."""
         given = self.given
         try:
-            replayed_on = None if given.replay_reference is None else (given.fresh, given.replay_reference)
-            built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff, given.reference,
-                                                 self.tolerance, replayed_on))
+            if given.replay_reference is None:
+                checked = check_timed_call(self.op, self.mode, built.cell, given.diff, given.reference,
+                                           self.tolerance)
+            else:
+                checked = check_timed_call(self.op, self.mode, built.cell, given.diff, given.replay_reference,
+                                           self.tolerance, replayed_on=given.fresh)
+            built.checks.append(checked)
         except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
             built.checks.append(_failure(f"the check of a timed call failed: {error_line(error_text(exc))}"))
             self.failed(name, f"the check of a timed call failed: {error_text(exc)}")

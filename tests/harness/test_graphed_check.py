@@ -5,14 +5,17 @@ a replay checked on fresh inputs against their reference with the ``dy`` it was 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 import torch
 
+from harness.measure import cell as cell_module
 from harness.measure.cell import Cell, poison_unread
-from harness.operator import Mode
+from harness.operator import Mode, as_tuple, register_benchmark
 from harness.settings import TimerSettings
 from harness.sweep import in_process
+from harness.sweep.runner import run_shape
 from harness.sweep.spec import Sweep
 from operators.exp.operator import ExpOperator
 from tests.helpers import cpu_settings, run_cells
@@ -48,7 +51,7 @@ def test_a_replay_poisons_what_it_writes_and_nothing_it_reads() -> None:
 def test_a_replay_is_checked_on_the_fresh_inputs_with_the_dy_it_was_captured_with(cudagraph: bool) -> None:
     op = ExpOperator(device="cpu", dtype=torch.float32)
     timer = TimerSettings(warmup_ms=0.0, rep_ms=1.0, cudagraph=cudagraph)
-    settings = dataclasses.replace(cpu_settings(["accuracy"]), timer=timer)
+    settings = dataclasses.replace(cpu_settings(["accuracy", "latency"]), timer=timer)
     sweep = Sweep(op, Mode.FWD_BWD, [(1000,)], ["eager"], "eager", settings)
     given = in_process._shape_inputs(sweep, (1000,))
     if not cudagraph:
@@ -60,3 +63,66 @@ def test_a_replay_is_checked_on_the_fresh_inputs_with_the_dy_it_was_captured_wit
     assert torch.allclose(given.replay_reference.outputs[0], expected)
     assert torch.allclose(given.replay_reference.grads[0], expected * first_dy.double())
     assert not torch.allclose(given.fresh_reference.grads[0], given.replay_reference.grads[0])
+
+
+@pytest.fixture
+def graphs_emulated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timed-call check's CUDA graph stood in for on the CPU: a replay calls again and copies
+    the results into the outputs and gradients its capture made, as a graph writes them."""
+    checked: list[Cell] = []
+    check_timed_call = in_process.check_timed_call
+
+    def spy(op: object, mode: Mode, cell: Cell, *args: object, **kwargs: object) -> object:
+        checked.append(cell)
+        return check_timed_call(op, mode, cell, *args, **kwargs)
+
+    def captured(fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], object]:
+        leaves = [x for x in checked[-1].inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+        setup()
+        outputs = as_tuple(fn())
+        grads = [leaf.grad for leaf in leaves]
+
+        def replay() -> object:
+            held = [leaf.grad for leaf in leaves]  # a replay leaves the leaves' .grad as it was
+            setup()
+            again = as_tuple(fn())
+            with torch.no_grad():
+                for output, value in zip(outputs, again, strict=True):
+                    output.copy_(value)
+                for grad, leaf in zip(grads, leaves, strict=True):
+                    if grad is not None:
+                        grad.copy_(leaf.grad)
+            for leaf, grad in zip(leaves, held, strict=True):
+                leaf.grad = grad
+            return outputs
+        return replay
+
+    monkeypatch.setattr(in_process, "check_timed_call", spy)
+    monkeypatch.setattr(cell_module, "captured", captured)
+
+
+class StashingExp(ExpOperator):
+    @register_benchmark()
+    def stash(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        stashed: list[torch.Tensor] = []
+
+        def call() -> torch.Tensor:
+            if not stashed:
+                stashed.append(torch.exp(x).detach())
+            return stashed[0].clone()
+        return call
+
+
+@pytest.mark.usefixtures("graphs_emulated")
+@pytest.mark.parametrize("mode", [Mode.FWD, Mode.FWD_NO_GRAD, Mode.FWD_BWD])
+def test_a_replay_on_fresh_inputs_passes_a_right_backend_and_fails_a_stash(mode: Mode) -> None:
+    op = StashingExp(device="cpu", dtype=torch.float32)
+    timer = TimerSettings(warmup_ms=0.0, rep_ms=1.0, cudagraph=True)
+    settings = dataclasses.replace(cpu_settings(["accuracy", "latency"]), timer=timer)
+    backends = ["eager", "stash"] if mode is Mode.FWD_NO_GRAD else ["eager"]
+    records = {(r.backend, r.metric): r
+               for r in run_shape(Sweep(op, mode, [(1000,)], backends, "eager", settings), (1000,))}
+    assert records["eager", "accuracy"].value == 1.0, records["eager", "accuracy"].note
+    if mode is Mode.FWD_NO_GRAD:
+        assert records["stash", "accuracy"].value == 0.0
+        assert records["stash", "accuracy"].note.startswith("in a timed call")
