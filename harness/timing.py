@@ -38,28 +38,29 @@ MAX_SAMPLES = 1000
 SPIN_CYCLES_PER_US = 2000  # H100/H200 boost clock ~1.98 GHz; a slower clock only spins longer
 
 
-
-def captured(fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], object]:
+class CapturedCall:
     """``fn`` captured in a CUDA graph after three warm-up calls on a side stream (``setup`` before
-    each): a callable that replays the graph and returns the capture's outputs, which each replay
-    rewrites."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            setup()
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    setup()
-    with torch.cuda.graph(graph):
-        outputs = fn()
-    torch.cuda.synchronize()
+    each); calling it replays the graph and returns the capture's ``outputs``, which each replay
+    rewrites in place."""
 
-    def replay() -> object:
-        graph.replay()
-        return outputs
-    return replay
+    def __init__(self, fn: Callable[[], object], setup: Callable[[], None]):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                setup()
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        setup()
+        with torch.cuda.graph(self.graph):
+            self.outputs = fn()
+        torch.cuda.synchronize()
+
+    def __call__(self) -> object:
+        self.graph.replay()
+        return self.outputs
+
 
 class L2Flusher:
     """Evicts the L2 cache by reading a buffer at least twice its size, leaving it clean.
@@ -120,7 +121,7 @@ class CudaTimer:
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
-        run = captured(fn, setup) if self.settings.cudagraph else fn
+        run = CapturedCall(fn, setup) if self.settings.cudagraph else fn
         flush = self._flusher()
         spin = _spin_cycles(run, setup)
         synced: list[float] = []

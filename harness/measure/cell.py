@@ -29,7 +29,7 @@ from harness.measure.accuracy import compare_all
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.notes import collecting
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
-from harness.timing import Timer, captured, synchronize
+from harness.timing import CapturedCall, Timer, synchronize
 
 Tolerance = Callable[[str], tuple[float, float]]
 """(rtol, atol) of a compared tensor, by its name (``output[0]``, ``grad[1]``)."""
@@ -247,9 +247,9 @@ def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[i
     of) are put back on the inputs for the comparison."""
     call, captured_grads, rewritten = cell.timed, {}, []
     if replayed_on is not None:
-        call = captured(cell.timed, cell.setup)
+        call = graph = CapturedCall(cell.timed, cell.setup)
         captured_grads = {i: cell.inputs[i].grad for i in diff}
-        rewritten = [*as_tuple(call()), *captured_grads.values()]
+        rewritten = [*as_tuple(graph.outputs), *captured_grads.values()]
         refill(cell.inputs, replayed_on)
     cell.setup()  # frees the last call's gradients before the free blocks are poisoned
     poison_free_blocks(reference, op.dtype)

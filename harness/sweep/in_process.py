@@ -87,10 +87,14 @@ def _shape_inputs(sweep: Sweep, shape: Shape) -> ShapeInputs:
     reference = compute_reference(op, inputs, mode)
     fresh = op.fresh_inputs(shape, seed + FRESH_SEED_OFFSET) or inputs
     fresh_reference = compute_reference(op, fresh, mode, fresh=True)
-    replay_reference = None
-    if sweep.timed and sweep.settings.timer.cudagraph:
-        replay_reference = (reference if fresh is inputs else fresh_reference if not mode.checks_grads
-                            else compute_reference(op, fresh, mode))
+    if not (sweep.timed and sweep.settings.timer.cudagraph):
+        replay_reference = None
+    elif not mode.checks_grads:
+        replay_reference = fresh_reference  # its second dy goes unused
+    elif fresh is inputs:
+        replay_reference = reference
+    else:
+        replay_reference = compute_reference(op, fresh, mode)
     return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs), replay_reference)
 
 
@@ -211,13 +215,10 @@ class ShapeRun:
         ``--cudagraph`` a replay on the fresh inputs."""
         given = self.given
         try:
-            if given.replay_reference is None:
-                checked = check_timed_call(self.op, self.mode, built.cell, given.diff, given.reference,
-                                           self.tolerance)
-            else:
-                checked = check_timed_call(self.op, self.mode, built.cell, given.diff, given.replay_reference,
-                                           self.tolerance, replayed_on=given.fresh)
-            built.checks.append(checked)
+            reference, replayed_on = ((given.reference, None) if given.replay_reference is None
+                                      else (given.replay_reference, given.fresh))
+            built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff, reference,
+                                                 self.tolerance, replayed_on))
         except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
             built.checks.append(_failure(f"the check of a timed call failed: {error_line(error_text(exc))}"))
             self.failed(name, f"the check of a timed call failed: {error_text(exc)}")

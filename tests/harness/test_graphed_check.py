@@ -76,29 +76,30 @@ def graphs_emulated(monkeypatch: pytest.MonkeyPatch) -> None:
         checked.append(cell)
         return check_timed_call(op, mode, cell, *args, **kwargs)
 
-    def captured(fn: Callable[[], object], setup: Callable[[], None]) -> Callable[[], object]:
-        leaves = [x for x in checked[-1].inputs if isinstance(x, torch.Tensor) and x.requires_grad]
-        setup()
-        outputs = as_tuple(fn())
-        grads = [leaf.grad for leaf in leaves]
-
-        def replay() -> object:
-            held = [leaf.grad for leaf in leaves]  # a replay leaves the leaves' .grad as it was
+    class StandInGraph:
+        def __init__(self, fn: Callable[[], object], setup: Callable[[], None]):
+            self.fn, self.setup = fn, setup
+            self.leaves = [x for x in checked[-1].inputs if isinstance(x, torch.Tensor) and x.requires_grad]
             setup()
-            again = as_tuple(fn())
+            self.outputs = as_tuple(fn())
+            self.grads = [leaf.grad for leaf in self.leaves]
+
+        def __call__(self) -> object:
+            held = [leaf.grad for leaf in self.leaves]  # a replay leaves the leaves' .grad as it was
+            self.setup()
+            again = as_tuple(self.fn())
             with torch.no_grad():
-                for output, value in zip(outputs, again, strict=True):
+                for output, value in zip(self.outputs, again, strict=True):
                     output.copy_(value)
-                for grad, leaf in zip(grads, leaves, strict=True):
+                for grad, leaf in zip(self.grads, self.leaves, strict=True):
                     if grad is not None:
                         grad.copy_(leaf.grad)
-            for leaf, grad in zip(leaves, held, strict=True):
+            for leaf, grad in zip(self.leaves, held, strict=True):
                 leaf.grad = grad
-            return outputs
-        return replay
+            return self.outputs
 
     monkeypatch.setattr(in_process, "check_timed_call", spy)
-    monkeypatch.setattr(cell_module, "captured", captured)
+    monkeypatch.setattr(cell_module, "CapturedCall", StandInGraph)
 
 
 class StashingExp(ExpOperator):
