@@ -50,15 +50,21 @@ def replays_a_stash(self, x):
 '''
 
 
-def test_a_backend_wrong_only_in_its_captured_graph_fails(tmp_path: Path) -> None:
+def run_graphed(tmp_path: Path, mode: str, shape: str, backends: str) -> dict:
+    """Run the plugin's backends under ``--cudagraph``; one of them must fail (exit 1): the
+    records by (backend, metric)."""
     plugin, out = tmp_path / "captured.py", tmp_path / "r.json"
     plugin.write_text(PLUGIN)
-    result = run_cli("--plugin", str(plugin), "--op", "exp", "--mode", "fwd_no_grad", "--shape", "65536",
-                     "--cudagraph", "--only", "eager,wrong_when_captured,replays_a_stash",
-                     "--metrics", "accuracy,latency",
+    result = run_cli("--plugin", str(plugin), "--op", "exp", "--mode", mode, "--shape", shape,
+                     "--cudagraph", "--only", backends, "--metrics", "accuracy,latency",
                      "--output-json", str(out))
     assert result.returncode == 1, result.stdout + result.stderr
-    accuracy = {r.backend: r for r in read_json(out)[1] if r.metric == "accuracy"}
+    return {(r.backend, r.metric): r for r in read_json(out)[1]}
+
+
+def test_a_backend_wrong_only_in_its_captured_graph_fails(tmp_path: Path) -> None:
+    records = run_graphed(tmp_path, "fwd_no_grad", "65536", "eager,wrong_when_captured,replays_a_stash")
+    accuracy = {backend: r for (backend, metric), r in records.items() if metric == "accuracy"}
     assert accuracy["eager"].value == 1.0
     assert accuracy["wrong_when_captured"].value == 0.0
     assert accuracy["wrong_when_captured"].note.startswith("in a timed call")
@@ -67,13 +73,7 @@ def test_a_backend_wrong_only_in_its_captured_graph_fails(tmp_path: Path) -> Non
 
 
 def test_forward_backward_replays_its_captured_graph_and_is_checked(tmp_path: Path) -> None:
-    plugin, out = tmp_path / "captured.py", tmp_path / "r.json"
-    plugin.write_text(PLUGIN)
-    result = run_cli("--plugin", str(plugin), "--op", "exp", "--mode", "fwd_bwd", "--shape", "65537",
-                     "--cudagraph", "--only", "eager,triton,wrong_backward_when_captured",
-                     "--metrics", "accuracy,latency", "--output-json", str(out))
-    assert result.returncode == 1, result.stdout + result.stderr
-    records = {(r.backend, r.metric): r for r in read_json(out)[1]}
+    records = run_graphed(tmp_path, "fwd_bwd", "65537", "eager,triton,wrong_backward_when_captured")
     for backend in ("eager", "triton"):
         assert records[backend, "accuracy"].value == 1.0, records[backend, "accuracy"].note
         assert records[backend, "latency"].value > 0

@@ -13,7 +13,7 @@ import torch
 from harness.measure import cell as cell_module
 from harness.measure.cell import Cell, poison_unread
 from harness.operator import Mode, as_tuple, register_benchmark
-from harness.settings import TimerSettings
+from harness.settings import RunSettings, TimerSettings
 from harness.sweep import in_process
 from harness.sweep.runner import run_shape
 from harness.sweep.spec import Sweep
@@ -47,12 +47,16 @@ def test_a_replay_poisons_what_it_writes_and_nothing_it_reads() -> None:
     assert not dy.isnan().any() and not x.isnan().any()
 
 
+def timed_settings(cudagraph: bool) -> RunSettings:
+    """A short CPU run that checks and times, with or without ``--cudagraph``."""
+    timer = TimerSettings(warmup_ms=0.0, rep_ms=1.0, cudagraph=cudagraph)
+    return dataclasses.replace(cpu_settings(["accuracy", "latency"]), timer=timer)
+
+
 @pytest.mark.parametrize("cudagraph", [False, True])
 def test_a_replay_is_checked_on_the_fresh_inputs_with_the_dy_it_was_captured_with(cudagraph: bool) -> None:
     op = ExpOperator(device="cpu", dtype=torch.float32)
-    timer = TimerSettings(warmup_ms=0.0, rep_ms=1.0, cudagraph=cudagraph)
-    settings = dataclasses.replace(cpu_settings(["accuracy", "latency"]), timer=timer)
-    sweep = Sweep(op, Mode.FWD_BWD, [(1000,)], ["eager"], "eager", settings)
+    sweep = Sweep(op, Mode.FWD_BWD, [(1000,)], ["eager"], "eager", timed_settings(cudagraph))
     given = in_process._shape_inputs(sweep, (1000,))
     if not cudagraph:
         assert given.replay_reference is None
@@ -118,11 +122,9 @@ class StashingExp(ExpOperator):
 @pytest.mark.parametrize("mode", [Mode.FWD, Mode.FWD_NO_GRAD, Mode.FWD_BWD])
 def test_a_replay_on_fresh_inputs_passes_a_right_backend_and_fails_a_stash(mode: Mode) -> None:
     op = StashingExp(device="cpu", dtype=torch.float32)
-    timer = TimerSettings(warmup_ms=0.0, rep_ms=1.0, cudagraph=True)
-    settings = dataclasses.replace(cpu_settings(["accuracy", "latency"]), timer=timer)
     backends = ["eager", "stash"] if mode is Mode.FWD_NO_GRAD else ["eager"]
-    records = {(r.backend, r.metric): r
-               for r in run_shape(Sweep(op, mode, [(1000,)], backends, "eager", settings), (1000,))}
+    sweep = Sweep(op, mode, [(1000,)], backends, "eager", timed_settings(cudagraph=True))
+    records = {(r.backend, r.metric): r for r in run_shape(sweep, (1000,))}
     assert records["eager", "accuracy"].value == 1.0, records["eager", "accuracy"].note
     if mode is Mode.FWD_NO_GRAD:
         assert records["stash", "accuracy"].value == 0.0
