@@ -1,19 +1,22 @@
 """``run.py compare BASELINE.json [BASELINE.json ...] CURRENT.json``: the CI performance-regression gate.
 
-Every cell (op, mode, dtype, x_val, backend) with an ok latency in the first BASELINE gets a
-verdict (``harness.compare.verdicts`` gives the rules):
+Every cell (op, mode, dtype, x_val, backend) with an ok latency in a BASELINE gets a verdict
+(``harness.compare.verdicts`` gives the rules):
 
+  accuracy_lost     current accuracy 0 (or its accuracy check errored), whatever the baseline's,
+                    with or without a latency
   missing           absent from CURRENT
-  accuracy_lost     current accuracy 0 (or its accuracy check errored), whatever the baseline's
   accuracy_missing  baseline accuracy 1, no accuracy for the cell in CURRENT
   missing           its latency failed or was skipped in CURRENT
   regression        ratio = median(current) / median(baseline) above 1 + threshold (and twice
-                    the run noise), the lower end of its 95% bootstrap interval above
-                    1 + run noise; for a noisy cell, the ratio above 1 + --noisy-threshold
+                    the run noise), and the lower end of its 95% bootstrap interval above
+                    1 + run noise or the ratio above 1 + --noisy-threshold; for a noisy cell,
+                    the ratio above 1 + --noisy-threshold
   improvement       the mirror image of regression
   noisy             flagged on either side (e.g. below_physical_floor), or either side's repeat
                     medians spread wider than --noise, and within --noisy-threshold; or a ratio
-                    beyond the threshold whose interval does not clear the run noise
+                    beyond the threshold, within --noisy-threshold, whose interval does not
+                    clear the run noise
   unchanged         everything else
 
 A current cell that is wrong (accuracy 0 or an errored check) and is not a timed baseline cell
@@ -21,11 +24,13 @@ is accuracy_lost too.
 
 The run noise is the run-to-run variation repeats inside one run do not show (--run-noise).
 Several BASELINE files must be separate runs of one commit: each cell is judged against its
-slowest run, or its fastest where the runs are more than the threshold apart.  Exit status: 1
+slowest run, or its fastest where the runs are more than the threshold apart.  CURRENT needs
+at least a baseline's repeats.  Exit status: 1
 on any regression or lost or missing accuracy (and, with --fail-on-missing, any missing cell),
 when no baseline cell could be judged (every one missing), or when more than --max-noisy of
 the cells are noisy; 0 otherwise; 2 on bad input (unreadable or malformed files, missing
-provenance, files from different GPUs or settings, baseline runs of different commits).
+provenance, files from different GPUs or settings, fewer repeats than a baseline's, baseline
+runs of different commits).
 """
 
 from __future__ import annotations

@@ -47,7 +47,18 @@ def load(role: str, path: Path) -> ResultFile:
         if (record.cell(), record.metric) in seen:
             raise CompareInputError(f"{role} {path}: {record.metric} of cell {record.cell()} given twice")
         seen.add((record.cell(), record.metric))
+        if record.metric == "latency":
+            _check_latency(record, header.get("repeats"), f"{role} {path}")
     return ResultFile(role, Path(path), header, records)
+
+
+def _check_latency(record: Record, repeats: int | None, where: str) -> None:
+    """A latency in ms, with as many repeat medians as the header's ``repeats`` where it has several."""
+    if record.unit != "ms":
+        raise CompareInputError(f"{where}: latency of cell {record.cell()} in {record.unit!r}, not 'ms'")
+    if repeats is not None and record.repeats is not None and len(record.repeats) != repeats:
+        raise CompareInputError(f"{where}: latency of cell {record.cell()} has {len(record.repeats)} "
+                                f"repeats, its header says {repeats}")
 
 
 def _tolerance(value: Any) -> bool:
@@ -101,10 +112,22 @@ def _require(file: ResultFile, fields: tuple[str, ...]) -> None:
                                 "(provenance missing: the file cannot be judged)")
 
 
+def _devices(header: dict[str, Any]) -> set[str]:
+    """The GPU names a file was measured on: its ``device_name``, and each rank's in a run over several."""
+    ranks = header.get("gpus") if isinstance(header.get("gpus"), list) else []
+    named = [gpu.get("device_name") for gpu in ranks if isinstance(gpu, dict)]
+    return {header["device_name"], *(name for name in named if name not in (None, "unknown"))}
+
+
+def _names(devices: set[str]) -> str:
+    return ", ".join(repr(name) for name in sorted(devices))
+
+
 def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_mismatch: bool) -> None:
-    """Refuse files without provenance, measured on different GPUs or settings, or sharing no
-    (op, mode, dtype); refuse any file without accuracy records (a baseline without them would
-    let a wrong current cell pass as unchanged)."""
+    """Refuse files without provenance, measured on different GPUs or settings, a current run of
+    fewer repeats than a baseline's, or files sharing no (op, mode, dtype); refuse any file
+    without accuracy records (a baseline without them would let a wrong current cell pass as
+    unchanged)."""
     _require(cur, PROVENANCE)
     for base in baselines:
         _require(base, BASELINE_PROVENANCE)
@@ -121,11 +144,17 @@ def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_
             raise CompareInputError(
                 f"{file.role} {file.path}: no accuracy records (run with --metrics accuracy,latency)")
     for base in baselines:
-        base_device, cur_device = base.header["device_name"], cur.header["device_name"]
-        if base_device != cur_device and not allow_device_mismatch:
+        base_devices, cur_devices = _devices(base.header), _devices(cur.header)
+        if base_devices != cur_devices and not allow_device_mismatch:
             raise CompareInputError(
-                f"baseline {base.path} was measured on {base_device!r} but current {cur.path} on "
-                f"{cur_device!r} (--allow-device-mismatch compares them anyway)")
+                f"baseline {base.path} was measured on {_names(base_devices)} but current {cur.path} on "
+                f"{_names(cur_devices)} (--allow-device-mismatch compares them anyway)")
+        base_repeats = base.header.get("repeats")
+        if base_repeats is not None and cur.header["repeats"] < base_repeats:
+            raise CompareInputError(
+                f"current {cur.path} has {cur.header['repeats']} repeats, baseline {base.path} "
+                f"{base_repeats}: rerun with --repeats {base_repeats} (fewer repeats widen the interval "
+                "a slowdown has to clear)")
         for setting in MATCHING:
             base_value, cur_value = _setting(base.header, setting), _setting(cur.header, setting)
             if base_value != cur_value:

@@ -2,27 +2,29 @@
 
 A baseline cell with an ok latency is, in this order of precedence:
 
+* ``accuracy_lost``: the current run has accuracy 0 or its check failed (whatever the baseline's),
+  with or without a latency;
 * ``missing``: absent from the current run;
-* ``accuracy_lost``: the current run has accuracy 0 or its check failed (whatever the baseline's);
 * ``accuracy_missing``: the baseline had accuracy 1, the current run has no accuracy for it;
 * ``missing``: no ok latency in the current run;
 * for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, or either side's
   repeat medians spread wider than the noise limit): ``regression`` / ``improvement`` when the
   ratio of medians is beyond the noisy threshold, else ``noisy``;
 * otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
-  ``1 + max(threshold, 2 x run noise)`` and the lower end of its 95% bootstrap interval above
-  ``1 + run noise``, ``improvement`` for the mirror image, ``noisy`` when the ratio is beyond
-  that limit but its interval reaches into the run noise (inconclusive), and ``unchanged`` for
-  everything else.
+  ``1 + max(threshold, 2 x run noise)`` and either the lower end of its 95% bootstrap interval
+  is above ``1 + run noise`` or the ratio is beyond the noisy threshold (a change that large
+  fails however wide its interval), ``improvement`` for the mirror image, ``noisy`` when the
+  ratio is beyond that limit but its interval reaches into the run noise (inconclusive), and
+  ``unchanged`` for everything else.
 
 A current cell the run got wrong (accuracy 0, or its check failed) that is not among the
 baseline's timed cells is ``accuracy_lost`` too: a wrong result never passes unseen.
 
 The run noise (``--run-noise``) is the run-to-run variation that repeats within one run do not
 show.  A baseline of several runs of one commit measures it per cell: the cell is judged against
-its slowest run, so that current runs within the range the code itself spans pass, unless that
-run is more than the threshold slower than the fastest, which is then the baseline
-(:func:`_reference`).
+its slowest run (its repeats and their spread), so that current runs within the range the code
+itself spans pass, unless that run is more than the threshold slower than the fastest, which is
+then the baseline (:func:`_reference`).  A cell is judged if any baseline run timed it.
 """
 
 from __future__ import annotations
@@ -132,12 +134,13 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
     flag = next((r.flag for r in runs if r.flag), None)
     threshold = settings.threshold_for(min(r.median for r in runs))
     reference, note = _reference(runs, threshold)
-    base = Side(reference.medians, max((r.spread or 0.0) for r in runs), flag)
+    base = Side(reference.medians, reference.spread, flag)
     row = Row(key, "unchanged", base_ms=base.median)
-    if cur_record is None:
+    lost = _accuracy_verdict(*accuracy)
+    if cur_record is None and (lost is None or lost[0] != "accuracy_lost"):
         row.verdict, row.note = "missing", "absent from current"
         return row
-    if lost := _accuracy_verdict(*accuracy):
+    if lost:
         row.verdict, row.note = lost
         return row
     if reason := _missing(cur_record):
@@ -161,10 +164,12 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
         return row
     row.run_noise = settings.run_noise
     limit = max(threshold, 2 * row.run_noise)
+    noisy_limit = max(threshold, settings.noisy_threshold)
     row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
-    if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:
+    if row.ratio > 1 + limit and (row.ci[0] > 1 + row.run_noise or row.ratio > 1 + noisy_limit):
         row.verdict = "regression"
-    elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
+    elif row.ratio < 1 / (1 + limit) and (row.ci[1] < 1 / (1 + row.run_noise)
+                                          or row.ratio < 1 / (1 + noisy_limit)):
         row.verdict = "improvement"
     elif abs(row.ratio - 1) > limit:
         row.verdict = "noisy"
@@ -175,25 +180,31 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
     return row
 
 
+def _baseline_accuracy(runs: list[Record]) -> Record | None:
+    """A cell's baseline accuracy over several runs: one that passed, if any did."""
+    return next((r for r in runs if r.status == "ok" and r.value == 1.0), runs[0] if runs else None)
+
+
 def cells(records: list[Record], metric: str) -> dict[CellKey, Record]:
     """The records of one metric, keyed by cell."""
     return {record.cell(): record for record in records if record.metric == metric}
 
 
 def judge(baselines: list[list[Record]], current: list[Record], settings: Settings) -> list[Row]:
-    """Every cell with an ok latency in the first baseline run, judged against the current run,
-    and every other cell the current run got wrong; failing verdicts first, else in file order.
-    Later baseline runs add their repeats to a cell and measure its run-to-run variation."""
-    cur_latency = cells(current, "latency")
-    base_accuracy, cur_accuracy = cells(baselines[0], "accuracy"), cells(current, "accuracy")
+    """Every cell with an ok latency in any baseline run, judged against the current run, and
+    every other cell the current run got wrong; failing verdicts first, else in file order.
+    Several baseline runs measure a cell's run-to-run variation (:func:`_reference`)."""
+    cur_latency, cur_accuracy = cells(current, "latency"), cells(current, "accuracy")
     runs_by_cell = [cells(records, "latency") for records in baselines]
+    accuracy_runs = [cells(records, "accuracy") for records in baselines]
+    timed = [key for run in runs_by_cell for key, record in run.items()
+             if record.status == "ok" and record.value is not None]
     rows = []
-    for key, record in runs_by_cell[0].items():
-        if record.status != "ok" or record.value is None:
-            continue
+    for key in dict.fromkeys(timed):
         runs = [Side.of(run[key]) for run in runs_by_cell
                 if key in run and run[key].status == "ok" and run[key].value is not None]
-        accuracy = (base_accuracy.get(key), cur_accuracy.get(key))
+        accuracy = (_baseline_accuracy([run[key] for run in accuracy_runs if key in run]),
+                    cur_accuracy.get(key))
         rows.append(_judge_cell(key, runs, cur_latency.get(key), accuracy, settings))
     judged = {row.key for row in rows}
     for key, record in cur_accuracy.items():

@@ -53,7 +53,9 @@ HEADER = {"device": "cuda", "device_name": DEVICE, "git_commit": "0" * 40, "repe
 
 
 def write(path: Path, records: list[Record], device: str = DEVICE, **header: object) -> str:
-    write_json(path, {**HEADER, "device_name": device, **header}, records)
+    """A result file of ``records``; its header's ``repeats`` is their cells' (1 without repeats)."""
+    repeats = next((len(r.repeats) for r in records if r.metric == "latency" and r.repeats), 1)
+    write_json(path, {**HEADER, "device_name": device, "repeats": repeats, **header}, records)
     return str(path)
 
 

@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -102,29 +103,64 @@ def test_the_workflow_reruns_a_baseline_from_before_issue_16_with_the_writing_fl
     assert "dirty" in FLUSHES
 
 
-def _operator_step(workflow: str, python: str) -> str:
-    """The workflow's shell lines that set ``OPS``, with ``python`` in place of the runner's."""
-    lines = re.search(r"(ops=\$\(python -c .*?\n.*?\n.*?GITHUB_ENV\")", workflow, re.S).group(1)
-    return lines.replace("ops=$(python ", f"ops=$({python} ").replace('"$GITHUB_ENV"', '"$OPS_FILE"')
+def _step(workflow: str, name: str) -> str:
+    """The shell script of the workflow's step ``name``, as the runner gets it (dedented)."""
+    step = workflow.split(f"- name: {name}", 1)[1].split("- name:", 1)[0]
+    return textwrap.dedent(step.split("run: |\n", 1)[1])
 
 
-def test_the_workflow_gates_every_registered_operator_in_every_mode(tmp_path):
-    text = WORKFLOW.read_text()
-    out = tmp_path / "env"
-    subprocess.run(["bash", "-e", "-c", _operator_step(text, sys.executable)], check=True, cwd=ROOT,
-                   env={"OPS_FILE": str(out), "PATH": "/usr/bin:/bin"})
-    assert out.read_text().split("=", 1)[1].split() == operator_names()
-    assert set(re.search(r"MODES: (.+)", text).group(1).split()) == MODES
+def _shim(folder, python: str = sys.executable) -> str:
+    """A ``PATH`` whose ``python`` is ``python``."""
+    shim = folder / "bin" / "python"
+    shim.parent.mkdir(exist_ok=True)
+    shim.write_text(f'#!/bin/sh\nexec "{python}" "$@"\n')
+    shim.chmod(0o755)
+    return f"{shim.parent}:/usr/bin:/bin"
+
+
+def test_the_workflow_gates_every_committed_baseline_by_its_records(tmp_path):
+    run = subprocess.run(["bash", "-e", "-c", _step(WORKFLOW.read_text(), "List the gated baselines")],
+                         cwd=ROOT, env={"PATH": _shim(tmp_path)}, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    gated = (ROOT / "gated.txt").read_text().split("\n")
+    (ROOT / "gated.txt").unlink()
+    expected = [f"{path.stem} {records[0].op} {records[0].mode}"
+                for path in BASELINES for records in [read_json(path)[1]]]
+    assert gated[:-1] == expected and gated[-1] == ""
+    assert {line.split()[2] for line in expected} <= MODES
 
 
 def test_the_workflow_step_fails_when_the_operators_cannot_be_listed(tmp_path):
-    failing = tmp_path / "python"
+    failing = tmp_path / "failing"
     failing.write_text("#!/bin/sh\nexit 1\n")
     failing.chmod(0o755)
-    out = tmp_path / "env"
-    run = subprocess.run(["bash", "-e", "-c", _operator_step(WORKFLOW.read_text(), str(failing))], cwd=ROOT,
-                         env={"OPS_FILE": str(out), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
-    assert run.returncode != 0 and not out.exists()
+    run = subprocess.run(["bash", "-e", "-c", _step(WORKFLOW.read_text(), "List the gated baselines")],
+                         cwd=tmp_path, env={"PATH": _shim(tmp_path, str(failing))}, capture_output=True,
+                         text=True)
+    assert run.returncode != 0
+
+
+def _compare_in(tmp_path, name: str, op: str, mode: str,
+                current: str | None = None) -> subprocess.CompletedProcess:
+    """The workflow's compare step in ``tmp_path`` (the repo linked in), gating baseline ``name``
+    as (``op``, ``mode``) on ``current``, the text of its current run (None: no current run)."""
+    for entry in ("results", "harness", "operators", "run.py"):
+        (tmp_path / entry).symlink_to(ROOT / entry)
+    (tmp_path / "current").mkdir()
+    if current is not None:
+        (tmp_path / "current" / f"{name}.json").write_text(current)
+    (tmp_path / "gated.txt").write_text(f"{name} {op} {mode}\n")
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary"), "PATH": _shim(tmp_path)}
+    script = _step(WORKFLOW.read_text(), "Compare against the H200 baselines")
+    return subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+
+
+def test_a_baseline_without_a_current_run_fails_the_workflow(tmp_path):
+    """A baseline whose operator was renamed or removed gets no current file: the job fails."""
+    name = BASELINES[0].stem
+    run = _compare_in(tmp_path, name, "renamed_op", "fwd")
+    assert run.returncode != 0
+    assert "compare could not run" in (tmp_path / "summary").read_text()
 
 
 @pytest.mark.parametrize("path", SECOND_RUNS, ids=lambda path: path.stem)
@@ -137,32 +173,15 @@ def test_a_second_run_is_of_its_baseline_s_commit_and_settings(path):
     assert all(r.value == 1.0 for r in records if r.metric == "accuracy" and r.status != "skipped")
 
 
-def _compare_step(workflow: str) -> str:
-    """The workflow's compare step's shell lines."""
-    step = workflow.split("- name: Compare against the H200 baselines", 1)[1].split("- name:", 1)[0]
-    return step.split("run: |", 1)[1]
-
-
 @pytest.mark.skipif(not SECOND_RUNS, reason="no second baseline run is committed")
 def test_the_workflow_judges_against_both_baseline_runs(tmp_path):
     """The gate judges each cell against the slower of its two runs (within the threshold): with
     the first run as the current one, some cells show the second run's median as the baseline."""
     name = SECOND_RUNS[0].stem
-    op, mode = next((op, name[len(op) + 1:]) for op in operator_names() if name.startswith(f"{op}_"))
-    for entry in ("results", "harness", "operators", "run.py"):
-        (tmp_path / entry).symlink_to(ROOT / entry)
-    (tmp_path / "current").mkdir()
-    (tmp_path / "current" / f"{name}.json").write_text((BASELINE_DIR / f"{name}.json").read_text())
-    python = tmp_path / "bin" / "python"
-    python.parent.mkdir()
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    python.chmod(0o755)
-    env = {"OPS": op, "MODES": mode, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
-           "PATH": f"{python.parent}:/usr/bin:/bin"}
-    run = subprocess.run(["bash", "-e", "-c", _compare_step(WORKFLOW.read_text())], cwd=tmp_path, env=env,
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
     _, first = read_json(BASELINE_DIR / f"{name}.json")
+    op = first[0].op
+    run = _compare_in(tmp_path, name, op, first[0].mode, (BASELINE_DIR / f"{name}.json").read_text())
+    assert run.returncode == 0, run.stdout + run.stderr
     first_ms = {(str(r.x_val), r.backend): r.value for r in first
                 if r.metric == "latency" and r.status == "ok"}
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in

@@ -119,6 +119,33 @@ def test_a_cell_given_twice_or_files_with_different_timers_are_bad_input(
     assert code == 2 and "timer" in err
 
 
+def _in_seconds(records: list[Record]) -> list[Record]:
+    for record in records:
+        if record.metric == "latency":
+            record.unit, record.value = "s", record.value / 1000
+            record.repeats = [m / 1000 for m in record.repeats]
+    return records
+
+
+@pytest.mark.parametrize(
+    ("make_current", "reason"),
+    [
+        (lambda path: write(path, _in_seconds(sweep(seed=2))), "in 's', not 'ms'"),
+        (lambda path: write(path, sweep(seed=2), repeats=9), "has 7 repeats, its header says 9"),
+        (lambda path: write(path, sweep(seed=2), gpus=[{"rank": 0, "device_name": "NVIDIA H200"},
+                                                       {"rank": 1, "device_name": "NVIDIA H100"}]),
+         "measured on 'NVIDIA H200' but current"),
+    ],
+    ids=["seconds", "repeats_not_as_header", "an_h100_rank"],
+)
+def test_a_current_file_measured_otherwise_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], make_current, reason: str) -> None:
+    current = make_current(tmp_path / "cur.json")
+    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), current)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert reason in err
+
+
 @pytest.mark.parametrize("field", ["timer", "device_name", "git_commit", "repeats", "tolerance"])
 def test_a_current_file_without_provenance_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str) -> None:

@@ -125,7 +125,7 @@ def test_without_repeats_the_ratio_alone_decides(tmp_path: Path, capsys: pytest.
     assert verdicts[("4096", "eager")] == ("unchanged", "no repeats on one side: ratio only")
 
 
-@pytest.mark.parametrize(("base_repeats", "cur_repeats"), [(3, 3), (7, 4), (7, 2)])
+@pytest.mark.parametrize(("base_repeats", "cur_repeats"), [(3, 3), (2, 2), (3, 7)])
 def test_few_repeats_on_either_side_still_fail_a_large_slowdown(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], base_repeats: int, cur_repeats: int) -> None:
     current = sweep(seed=2, repeats=cur_repeats, scale={"triton": 2.0})
@@ -133,6 +133,29 @@ def test_few_repeats_on_either_side_still_fail_a_large_slowdown(
     assert code == 1
     assert backend_verdicts(verdicts, "triton") == {"regression"}
     assert backend_verdicts(verdicts, "eager") == {"unchanged"}
+
+
+@pytest.mark.parametrize("cur_repeats", [5, 3])
+def test_a_current_run_of_fewer_repeats_than_its_baseline_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], cur_repeats: int) -> None:
+    """Fewer repeats widen the ratio's interval, so a 15-49% slowdown would come out inconclusive
+    (noisy) and pass: compare asks for the baseline's repeats instead."""
+    current = write(tmp_path / "cur.json", sweep(seed=2, repeats=cur_repeats, scale={"triton": 1.45}))
+    code, out, err = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)), current)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"has {cur_repeats} repeats" in err and "rerun with --repeats 7" in err
+
+
+def test_an_inconclusive_slowdown_beyond_the_noisy_threshold_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Five of seven repeats 33% slower, two at the baseline's speed: the interval reaches 1.0,
+    but a median beyond the noisy threshold fails however wide its interval."""
+    baseline, current = sweep(seed=1), sweep(seed=2)
+    median = find(baseline, 4096, "triton", "latency").value
+    cell = find(current, 4096, "triton", "latency")
+    cell.repeats, cell.value = [median] * 2 + [1.33 * median] * 5, 1.33 * median
+    code, verdicts = gate(tmp_path, capsys, baseline, current)
+    assert verdicts[("4096", "triton")][0] == "regression" and code == 1
 
 
 def test_one_slowed_cell_among_many_is_still_a_regression(
@@ -161,7 +184,8 @@ def test_change_beyond_threshold_without_significance_is_noisy(
     """Either way round: a slower or a faster set of repeats, too mixed to be significant, is
     inconclusive, and counts against --max-noisy (one such cell of 12 does not fail the gate)."""
     baseline, current = sweep(seed=1), sweep(seed=2)
-    steady, shifted = [0.95, 1.00, 1.05, 0.97, 1.03], [1.00, 1.07, 1.12, 0.99, 1.15]
+    steady = [0.95, 1.00, 1.05, 0.97, 1.03, 0.99, 1.01]
+    shifted = [1.00, 1.07, 1.12, 0.99, 1.15, 1.06, 1.10]
     find(baseline, 4096, "eager", "latency").repeats = steady if slower else shifted
     find(current, 4096, "eager", "latency").repeats = shifted if slower else steady
     code, verdicts = gate(tmp_path, capsys, baseline, current)
@@ -320,6 +344,47 @@ def test_a_slow_second_run_cannot_hide_a_slowdown(tmp_path: Path, capsys: pytest
     notes = [note for (_, backend), (_, note) in verdicts.items() if backend == "triton"]
     assert all("judged against the fastest" in note for note in notes)
     assert backend_verdicts(verdicts, "eager") == {"unchanged"}
+
+
+def test_a_noisy_second_run_does_not_loosen_the_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cell is judged against its slowest run's repeats and their spread: a second run as fast
+    but spread 20% (noisy) leaves a 20% slowdown over the first a regression, not noisy."""
+    first, second = sweep(seed=1), sweep(seed=3)
+    for record in second:
+        if record.backend == "triton" and record.metric == "latency":
+            median = find(first, record.x_val, "triton", "latency").value
+            record.repeats = [median * f for f in (0.78, 0.85, 0.92, 0.98, 1.04, 1.10, 1.18)]
+            record.value = 0.98 * median
+    files = [write(tmp_path / f"{name}.json", records) for name, records in
+             (("first", first), ("second", second), ("cur", sweep(seed=2, scale={"triton": 1.2})))]
+    summary = tmp_path / "s.md"
+    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
+    assert code == 1, err
+    assert backend_verdicts(markdown_verdicts(summary.read_text()), "triton") == {"regression"}
+
+
+def test_a_cell_only_a_later_baseline_run_timed_is_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = sweep(seed=1), sweep(seed=3)
+    failed = find(first, 4096, "helion", "latency")
+    failed.status, failed.value, failed.repeats, failed.error = "error", None, None, "timeout"
+    files = [write(tmp_path / f"{name}.json", records) for name, records in
+             (("first", first), ("second", second), ("cur", sweep(seed=2, scale={"helion": 3.0})))]
+    summary = tmp_path / "s.md"
+    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
+    assert code == 1, err
+    assert markdown_verdicts(summary.read_text())[("4096", "helion")][0] == "regression"
+
+
+def test_a_wrong_cell_without_a_latency_is_accuracy_lost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Accuracy 0 and no latency record at all: the wrong result fails, even without --fail-on-missing."""
+    current = sweep(seed=2)
+    find(current, 4096, "triton", "accuracy").value = 0.0
+    current.remove(find(current, 4096, "triton", "latency"))
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
+    assert verdicts[("4096", "triton")] == ("accuracy_lost", "accuracy 0") and code == 1
 
 
 def test_baseline_runs_of_different_commits_are_refused(
