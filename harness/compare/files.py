@@ -53,7 +53,7 @@ def load(role: str, path: Path) -> ResultFile:
 
 
 def _check_latency(record: Record, repeats: int | None, where: str) -> None:
-    """A latency in ms, with as many repeat medians as the header's ``repeats`` where it has several."""
+    """A latency in ms, with as many repeat medians as the header's ``repeats`` where it lists them."""
     if record.unit != "ms":
         raise CompareInputError(f"{where}: latency of cell {record.cell()} in {record.unit!r}, not 'ms'")
     if repeats is not None and record.repeats is not None and len(record.repeats) != repeats:
@@ -78,6 +78,8 @@ HEADER_FIELDS: dict[str, Callable[[Any], bool]] = {
     "repeats": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
     "isolate": lambda v: isinstance(v, bool),
     "options": lambda v: isinstance(v, dict),
+    "gpus": lambda v: isinstance(v, list) and all(
+        isinstance(g, dict) and isinstance(g.get("device_name", ""), str) for g in v),
     "tolerance": _tolerance,
     "timer": _timer,
 }

@@ -164,13 +164,17 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
         return row
     row.run_noise = settings.run_noise
     limit = max(threshold, 2 * row.run_noise)
-    noisy_limit = max(threshold, settings.noisy_threshold)
+    noisy_limit = max(limit, settings.noisy_threshold)
     row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
-    if row.ratio > 1 + limit and (row.ci[0] > 1 + row.run_noise or row.ratio > 1 + noisy_limit):
+    inconclusive = f"interval inconclusive, but {max(row.ratio, 1 / row.ratio):.2f}x"
+    if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:
         row.verdict = "regression"
-    elif row.ratio < 1 / (1 + limit) and (row.ci[1] < 1 / (1 + row.run_noise)
-                                          or row.ratio < 1 / (1 + noisy_limit)):
+    elif row.ratio > 1 + noisy_limit:
+        row.verdict, note = "regression", "; ".join(filter(None, [note, f"{inconclusive} slower"]))
+    elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
         row.verdict = "improvement"
+    elif row.ratio < 1 / (1 + noisy_limit):
+        row.verdict, note = "improvement", "; ".join(filter(None, [note, f"{inconclusive} faster"]))
     elif abs(row.ratio - 1) > limit:
         row.verdict = "noisy"
         note = "; ".join(filter(None, [note, "beyond threshold, within the interval's run noise"]))

@@ -112,32 +112,59 @@ def _step(workflow: str, name: str) -> str:
 def _shim(folder, python: str = sys.executable) -> str:
     """A ``PATH`` whose ``python`` is ``python``."""
     shim = folder / "bin" / "python"
-    shim.parent.mkdir(exist_ok=True)
+    shim.parent.mkdir(parents=True, exist_ok=True)
     shim.write_text(f'#!/bin/sh\nexec "{python}" "$@"\n')
     shim.chmod(0o755)
     return f"{shim.parent}:/usr/bin:/bin"
 
 
+def _linked_repo(tmp_path, baselines: list | None = None):
+    """``tmp_path`` with the repo's code linked in and ``baselines`` (default: the committed ones)
+    under ``results/baselines/h200/``."""
+    tmp_path.mkdir(exist_ok=True)
+    for entry in ("harness", "operators", "run.py"):
+        (tmp_path / entry).symlink_to(ROOT / entry)
+    folder = tmp_path / "results" / "baselines" / "h200"
+    folder.mkdir(parents=True)
+    for path in BASELINES if baselines is None else baselines:
+        (folder / path.name).symlink_to(path)
+    return tmp_path
+
+
+def _list_gated(folder, python: str = sys.executable) -> subprocess.CompletedProcess:
+    script = _step(WORKFLOW.read_text(), "List the gated baselines")
+    return subprocess.run(["bash", "-e", "-c", script], cwd=folder, env={"PATH": _shim(folder, python)},
+                          capture_output=True, text=True)
+
+
 def test_the_workflow_gates_every_committed_baseline_by_its_records(tmp_path):
-    run = subprocess.run(["bash", "-e", "-c", _step(WORKFLOW.read_text(), "List the gated baselines")],
-                         cwd=ROOT, env={"PATH": _shim(tmp_path)}, capture_output=True, text=True)
+    run = _list_gated(_linked_repo(tmp_path))
     assert run.returncode == 0, run.stderr
-    gated = (ROOT / "gated.txt").read_text().split("\n")
-    (ROOT / "gated.txt").unlink()
-    expected = [f"{path.stem} {records[0].op} {records[0].mode}"
+    expected = [f"{path.stem} {records[0].op} {records[0].mode}\n"
                 for path in BASELINES for records in [read_json(path)[1]]]
-    assert gated[:-1] == expected and gated[-1] == ""
+    assert (tmp_path / "gated.txt").read_text() == "".join(expected)
     assert {line.split()[2] for line in expected} <= MODES
 
 
-def test_the_workflow_step_fails_when_the_operators_cannot_be_listed(tmp_path):
+def test_the_workflow_names_each_registered_pair_without_a_baseline(tmp_path):
+    kept = [path for path in BASELINES if path.stem != "exp_bwd"]
+    run = _list_gated(_linked_repo(tmp_path, kept))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["::notice::no H200 baseline for exp bwd: not gated"]
+
+
+def test_the_workflow_step_fails_without_baselines_or_when_the_operators_cannot_be_listed(tmp_path):
+    """No baseline to gate fails the step; so does a failing import while naming the registered
+    pairs without one (the shim's python fails every script that imports the registry)."""
+    assert _list_gated(_linked_repo(tmp_path / "none", [])).returncode != 0
     failing = tmp_path / "failing"
-    failing.write_text("#!/bin/sh\nexit 1\n")
+    failing.write_text('#!/bin/sh\nscript=$(mktemp)\ncat > "$script"\n'
+                       'if grep -q harness.registry "$script"; then exit 1; fi\n'
+                       f'exec "{sys.executable}" "$script"\n')
     failing.chmod(0o755)
-    run = subprocess.run(["bash", "-e", "-c", _step(WORKFLOW.read_text(), "List the gated baselines")],
-                         cwd=tmp_path, env={"PATH": _shim(tmp_path, str(failing))}, capture_output=True,
-                         text=True)
-    assert run.returncode != 0
+    repo = _linked_repo(tmp_path / "repo")
+    listed = _list_gated(repo, str(failing))
+    assert listed.returncode != 0 and (repo / "gated.txt").read_text().count("\n") == len(BASELINES)
 
 
 def _compare_in(tmp_path, name: str, op: str, mode: str,

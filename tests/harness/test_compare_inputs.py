@@ -230,7 +230,8 @@ def test_runs_with_different_tolerances_are_refused(
 MALFORMED_HEADERS = [("repeats", "abc"), ("repeats", 0), ("isolate", "yes"), ("git_commit", " "),
                      ("tolerance", {"rtol": "x", "atol": None}),
                      ("timer", {"warmup_ms": 25.0, "rep_ms": -1.0}),
-                     ("timer", {"warmup_ms": 25.0, "rep_ms": 100.0, "flush": "none"})]
+                     ("timer", {"warmup_ms": 25.0, "rep_ms": 100.0, "flush": "none"}),
+                     ("gpus", [{"rank": 0, "device_name": 5}]), ("gpus", "NVIDIA H200")]
 
 
 @pytest.mark.parametrize(("field", "value"), MALFORMED_HEADERS)

@@ -14,7 +14,6 @@ from tests.harness.compare_helpers import (
     backend_verdicts,
     find,
     gate,
-    markdown_verdicts,
     run_compare,
     sweep,
     write,
@@ -146,16 +145,20 @@ def test_a_current_run_of_fewer_repeats_than_its_baseline_is_refused(
     assert f"has {cur_repeats} repeats" in err and "rerun with --repeats 7" in err
 
 
-def test_an_inconclusive_slowdown_beyond_the_noisy_threshold_fails(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Five of seven repeats 33% slower, two at the baseline's speed: the interval reaches 1.0,
-    but a median beyond the noisy threshold fails however wide its interval."""
+@pytest.mark.parametrize(("factor", "verdict", "code"),
+                         [(1.33, "regression", 1), (1 / 1.33, "improvement", 0)])
+def test_an_inconclusive_change_beyond_the_noisy_threshold_gets_its_verdict(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], factor: float, verdict: str, code: int) -> None:
+    """Five of seven repeats 33% slower (or faster), two at the baseline's speed: the interval
+    reaches 1.0, but a median beyond the noisy threshold counts however wide its interval (a
+    --noise of 20% keeps the faster cell's 13% spread out of the noisy cells' rule)."""
     baseline, current = sweep(seed=1), sweep(seed=2)
     median = find(baseline, 4096, "triton", "latency").value
     cell = find(current, 4096, "triton", "latency")
-    cell.repeats, cell.value = [median] * 2 + [1.33 * median] * 5, 1.33 * median
-    code, verdicts = gate(tmp_path, capsys, baseline, current)
-    assert verdicts[("4096", "triton")][0] == "regression" and code == 1
+    cell.repeats, cell.value = [median] * 2 + [factor * median] * 5, factor * median
+    status, verdicts = gate(tmp_path, capsys, baseline, current, "--noise", "0.2")
+    assert verdicts[("4096", "triton")][0] == verdict and status == code
+    assert verdicts[("4096", "triton")][1].startswith("interval inconclusive, but 1.33x")
 
 
 def test_one_slowed_cell_among_many_is_still_a_regression(
@@ -299,23 +302,6 @@ def test_same_code_a_percent_apart_is_unchanged(tmp_path: Path, capsys: pytest.C
     assert {v for v, _ in verdicts.values()} == {"unchanged"}
 
 
-def test_a_baseline_of_several_runs_widens_a_cell_that_moves_between_runs(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A cell 4% apart in two baseline runs (say, an autotuner's pick) is judged against the
-    slower run: 7% over the first run fails against it alone, not against both."""
-    first, second = sweep(seed=1), sweep(seed=3, scale={"torch_compile": 1.04})
-    current = sweep(seed=2, scale={"torch_compile": 1.07})
-    one = write(tmp_path / "first.json", first)
-    code, alone = gate(tmp_path, capsys, first, current)
-    assert backend_verdicts(alone, "torch_compile") == {"regression"} and code == 1
-    summary = tmp_path / "runs.md"
-    code, _, err = run_compare(capsys, one, write(tmp_path / "second.json", second),
-                               write(tmp_path / "cur.json", current), "--markdown", str(summary))
-    assert code == 0, err
-    verdicts = markdown_verdicts(summary.read_text())
-    assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"}
-
-
 @pytest.mark.parametrize(("run_noise", "verdict"), [("0.01", "unchanged"), ("0.001", "regression")])
 def test_a_shift_inside_twice_the_run_noise_is_no_verdict_however_tight_the_repeats(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], run_noise: str, verdict: str) -> None:
@@ -328,55 +314,6 @@ def test_a_shift_inside_twice_the_run_noise_is_no_verdict_however_tight_the_repe
     assert code == (1 if verdict == "regression" else 0)
 
 
-@pytest.mark.parametrize(("second_run", "current"), [(1.20, 1.30), (1.20, 1.12), (2.0, 1.8), (1.09, 1.10)])
-def test_a_slow_second_run_cannot_hide_a_slowdown(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                 second_run: float, current: float) -> None:
-    """A second run more than the threshold slower than the first leaves the first as the
-    baseline: the slowdown fails as if the second run were not there."""
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", sweep(seed=1)), ("second", sweep(seed=3, scale={"triton": second_run})),
-              ("cur", sweep(seed=2, scale={"triton": current})))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    verdicts = markdown_verdicts(summary.read_text())
-    assert code == 1, err
-    assert backend_verdicts(verdicts, "triton") == {"regression"}
-    notes = [note for (_, backend), (_, note) in verdicts.items() if backend == "triton"]
-    assert all("judged against the fastest" in note for note in notes)
-    assert backend_verdicts(verdicts, "eager") == {"unchanged"}
-
-
-def test_a_noisy_second_run_does_not_loosen_the_first(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A cell is judged against its slowest run's repeats and their spread: a second run as fast
-    but spread 20% (noisy) leaves a 20% slowdown over the first a regression, not noisy."""
-    first, second = sweep(seed=1), sweep(seed=3)
-    for record in second:
-        if record.backend == "triton" and record.metric == "latency":
-            median = find(first, record.x_val, "triton", "latency").value
-            record.repeats = [median * f for f in (0.78, 0.85, 0.92, 0.98, 1.04, 1.10, 1.18)]
-            record.value = 0.98 * median
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", first), ("second", second), ("cur", sweep(seed=2, scale={"triton": 1.2})))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    assert code == 1, err
-    assert backend_verdicts(markdown_verdicts(summary.read_text()), "triton") == {"regression"}
-
-
-def test_a_cell_only_a_later_baseline_run_timed_is_judged(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    first, second = sweep(seed=1), sweep(seed=3)
-    failed = find(first, 4096, "helion", "latency")
-    failed.status, failed.value, failed.repeats, failed.error = "error", None, None, "timeout"
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", first), ("second", second), ("cur", sweep(seed=2, scale={"helion": 3.0})))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    assert code == 1, err
-    assert markdown_verdicts(summary.read_text())[("4096", "helion")][0] == "regression"
-
-
 def test_a_wrong_cell_without_a_latency_is_accuracy_lost(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Accuracy 0 and no latency record at all: the wrong result fails, even without --fail-on-missing."""
@@ -385,15 +322,6 @@ def test_a_wrong_cell_without_a_latency_is_accuracy_lost(
     current.remove(find(current, 4096, "triton", "latency"))
     code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
     assert verdicts[("4096", "triton")] == ("accuracy_lost", "accuracy 0") and code == 1
-
-
-def test_baseline_runs_of_different_commits_are_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    records = sweep(seed=1)
-    first = write(tmp_path / "first.json", records)
-    other = write(tmp_path / "other.json", records, git_commit="1" * 40)
-    code, _, err = run_compare(capsys, first, other, write(tmp_path / "cur.json", records))
-    assert code == 2 and "separate runs of one commit" in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_wrong_cell_without_a_timed_baseline_fails(
