@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.report.results import Record
 from tests.harness.compare_helpers import (
+    CellId,
     backend_verdicts,
     find,
     gate,
@@ -18,21 +20,27 @@ from tests.harness.compare_helpers import (
 )
 
 
+def gate_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str], first: list[Record], second: list[Record],
+              current: list[Record]) -> tuple[int, dict[CellId, tuple[str, str]]]:
+    """``current`` against the baseline runs ``first`` and ``second``: (exit status, verdict per cell)."""
+    files = [write(tmp_path / f"{name}.json", records)
+             for name, records in (("first", first), ("second", second), ("cur", current))]
+    summary = tmp_path / "runs.md"
+    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
+    assert code in (0, 1), err
+    return code, markdown_verdicts(summary.read_text())
+
+
 def test_a_baseline_of_several_runs_widens_a_cell_that_moves_between_runs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A cell 4% apart in two baseline runs (say, an autotuner's pick) is judged against the
     slower run: 7% over the first run fails against it alone, not against both."""
     first, second = sweep(seed=1), sweep(seed=3, scale={"torch_compile": 1.04})
     current = sweep(seed=2, scale={"torch_compile": 1.07})
-    one = write(tmp_path / "first.json", first)
     code, alone = gate(tmp_path, capsys, first, current)
     assert backend_verdicts(alone, "torch_compile") == {"regression"} and code == 1
-    summary = tmp_path / "runs.md"
-    code, _, err = run_compare(capsys, one, write(tmp_path / "second.json", second),
-                               write(tmp_path / "cur.json", current), "--markdown", str(summary))
-    assert code == 0, err
-    verdicts = markdown_verdicts(summary.read_text())
-    assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"}
+    code, verdicts = gate_runs(tmp_path, capsys, first, second, current)
+    assert backend_verdicts(verdicts, "torch_compile") == {"unchanged"} and code == 0
 
 
 @pytest.mark.parametrize(("second_run", "current"), [(1.20, 1.30), (1.20, 1.12), (2.0, 1.8), (1.09, 1.10)])
@@ -40,13 +48,9 @@ def test_a_slow_second_run_cannot_hide_a_slowdown(tmp_path: Path, capsys: pytest
                                                  second_run: float, current: float) -> None:
     """A second run more than the threshold slower than the first leaves the first as the
     baseline: the slowdown fails as if the second run were not there."""
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", sweep(seed=1)), ("second", sweep(seed=3, scale={"triton": second_run})),
-              ("cur", sweep(seed=2, scale={"triton": current})))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    verdicts = markdown_verdicts(summary.read_text())
-    assert code == 1, err
+    code, verdicts = gate_runs(tmp_path, capsys, sweep(seed=1), sweep(seed=3, scale={"triton": second_run}),
+                               sweep(seed=2, scale={"triton": current}))
+    assert code == 1
     assert backend_verdicts(verdicts, "triton") == {"regression"}
     notes = [note for (_, backend), (_, note) in verdicts.items() if backend == "triton"]
     assert all("judged against the fastest" in note for note in notes)
@@ -63,12 +67,8 @@ def test_a_noisy_second_run_does_not_loosen_the_first(
             median = find(first, record.x_val, "triton", "latency").value
             record.repeats = [median * f for f in (0.78, 0.85, 0.92, 0.98, 1.04, 1.10, 1.18)]
             record.value = 0.98 * median
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", first), ("second", second), ("cur", sweep(seed=2, scale={"triton": 1.2})))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    assert code == 1, err
-    assert backend_verdicts(markdown_verdicts(summary.read_text()), "triton") == {"regression"}
+    code, verdicts = gate_runs(tmp_path, capsys, first, second, sweep(seed=2, scale={"triton": 1.2}))
+    assert backend_verdicts(verdicts, "triton") == {"regression"} and code == 1
 
 
 def test_a_cell_only_a_later_baseline_run_timed_is_judged(
@@ -76,12 +76,8 @@ def test_a_cell_only_a_later_baseline_run_timed_is_judged(
     first, second = sweep(seed=1), sweep(seed=3)
     failed = find(first, 4096, "helion", "latency")
     failed.status, failed.value, failed.repeats, failed.error = "error", None, None, "timeout"
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", first), ("second", second), ("cur", sweep(seed=2, scale={"helion": 3.0})))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    assert code == 1, err
-    assert markdown_verdicts(summary.read_text())[("4096", "helion")][0] == "regression"
+    code, verdicts = gate_runs(tmp_path, capsys, first, second, sweep(seed=2, scale={"helion": 3.0}))
+    assert verdicts[("4096", "helion")][0] == "regression" and code == 1
 
 
 def test_a_cell_accurate_in_a_later_baseline_run_needs_its_accuracy_checked(
@@ -92,12 +88,8 @@ def test_a_cell_accurate_in_a_later_baseline_run_needs_its_accuracy_checked(
     skipped = find(first, 4096, "eager", "accuracy")
     skipped.status, skipped.value, skipped.error = "skipped", None, "not checked"
     current.remove(find(current, 4096, "eager", "accuracy"))
-    files = [write(tmp_path / f"{name}.json", records) for name, records in
-             (("first", first), ("second", second), ("cur", current))]
-    summary = tmp_path / "s.md"
-    code, _, err = run_compare(capsys, *files, "--markdown", str(summary))
-    assert code == 1, err
-    assert markdown_verdicts(summary.read_text())[("4096", "eager")][0] == "accuracy_missing"
+    code, verdicts = gate_runs(tmp_path, capsys, first, second, current)
+    assert verdicts[("4096", "eager")][0] == "accuracy_missing" and code == 1
 
 
 def test_baseline_runs_of_different_commits_are_refused(
