@@ -30,7 +30,10 @@ then the baseline (:func:`_reference`).  A cell is judged if any baseline run ti
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
 from dataclasses import dataclass
+
+from scipy.stats import binomtest
 
 from harness.compare.stats import ratio_ci, relative_spread
 from harness.error_line import error_line
@@ -40,6 +43,8 @@ VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "impro
             "unchanged")
 FAILING = ("accuracy_lost", "accuracy_missing", "regression")
 SMALL_CELL_MS = 0.020
+SHIFT_SIGNIFICANCE = 0.01
+"""The sign test's level for a backend whose noisy cells all moved one way (:func:`noisy_shifts`)."""
 
 CellKey = tuple[str, str, str, tuple[int, ...], str]
 
@@ -216,6 +221,26 @@ def judge(baselines: list[list[Record]], current: list[Record], settings: Settin
         if key not in judged and lost is not None:
             rows.append(Row(key, lost[0], note=f"{lost[1]} (no timed baseline cell)"))
     return sorted(rows, key=lambda r: VERDICTS.index(r.verdict))
+
+
+def noisy_shifts(rows: list[Row], threshold: float) -> list[str]:
+    """Why the gate fails for backends (per op, mode and dtype) whose noisy cells, too spread out
+    for a verdict each, are together slower: more of them slower than a fair coin gives (a
+    one-sided sign test at :data:`SHIFT_SIGNIFICANCE`, which takes 7 cells or more) with a median
+    ratio beyond ``threshold``."""
+    ratios = defaultdict(list)
+    for row in rows:
+        if row.verdict == "noisy" and row.ratio is not None:
+            op, mode, dtype, _, backend = row.key
+            ratios[(op, mode, dtype, backend)].append(row.ratio)
+    reasons = []
+    for (op, mode, dtype, backend), group in ratios.items():
+        slower = sum(ratio > 1 for ratio in group)
+        p = binomtest(slower, len(group), alternative="greater").pvalue
+        if p < SHIFT_SIGNIFICANCE and statistics.median(group) > 1 + threshold:
+            reasons.append(f"{backend} ({op} {mode} {dtype}): {slower} of {len(group)} noisy cells slower, "
+                           f"median {statistics.median(group):.2f}x (sign test p = {p:.3f})")
+    return reasons
 
 
 def noisy_share(rows: list[Row]) -> float:

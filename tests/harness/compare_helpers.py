@@ -28,11 +28,11 @@ CellId = tuple[str, str]  # (x_val as shown, backend)
 
 
 def sweep(seed: int, scale: dict[str, float] | None = None, noise: dict[str, float] | None = None,
-          ms: float = 1.0, repeats: int = 7) -> list[Record]:
+          ms: float = 1.0, repeats: int = 7, x_vals: tuple[int, ...] = X_VALS) -> list[Record]:
     """Accuracy and latency records of every (x_val, backend); ``scale`` slows backends down."""
     rng = np.random.default_rng(seed)
     records = []
-    for x_val in X_VALS:
+    for x_val in x_vals:
         for backend in BACKENDS:
             factor = (scale or {}).get(backend, 1.0)
             medians = ms * factor * rng.normal(1.0, (noise or {}).get(backend, 0.005), repeats)
