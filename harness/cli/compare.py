@@ -128,7 +128,7 @@ def compare_main(argv: list[str]) -> int:
                if any(row.verdict == v for row in rows)]
     if not any(row.verdict != "missing" and row.base_ms is not None for row in rows):
         reasons.append("no baseline cell could be judged: the current run has none of their latencies")
-    reasons += [f"noisy but shifted: {shift}" for shift in noisy_shifts(rows, args.threshold)]
+    reasons += [f"noisy but shifted: {shift}" for shift in noisy_shifts(rows, settings)]
     if (share := noisy_share(rows)) > args.max_noisy:
         reasons.append(f"{100 * share:.0f}% of the cells are noisy (more than --max-noisy "
                        f"{100 * args.max_noisy:g}%): this run cannot be judged, rerun it on a quiet GPU")

@@ -18,7 +18,8 @@ A baseline cell with an ok latency is, in this order of precedence:
   ``unchanged`` for everything else.
 
 A current cell the run got wrong (accuracy 0, or its check failed) that is not among the
-baseline's timed cells is ``accuracy_lost`` too: a wrong result never passes unseen.
+baseline's timed cells is ``accuracy_lost`` too: a wrong result never passes unseen.  A backend
+with noisy cells whose cells are slower together fails the gate (:func:`noisy_shifts`).
 
 The run noise (``--run-noise``) is the run-to-run variation that repeats within one run do not
 show.  A baseline of several runs of one commit measures it per cell: the cell is judged against
@@ -44,7 +45,7 @@ VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "impro
 FAILING = ("accuracy_lost", "accuracy_missing", "regression")
 SMALL_CELL_MS = 0.020
 SHIFT_SIGNIFICANCE = 0.01
-"""The sign test's level for a backend whose noisy cells all moved one way (:func:`noisy_shifts`)."""
+"""The sign test's level for a backend with noisy cells that moved slower together (:func:`noisy_shifts`)."""
 
 CellKey = tuple[str, str, str, tuple[int, ...], str]
 
@@ -223,23 +224,27 @@ def judge(baselines: list[list[Record]], current: list[Record], settings: Settin
     return sorted(rows, key=lambda r: VERDICTS.index(r.verdict))
 
 
-def noisy_shifts(rows: list[Row], threshold: float) -> list[str]:
-    """Why the gate fails for backends (per op, mode and dtype) whose noisy cells, too spread out
-    for a verdict each, are together slower: more of them slower than a fair coin gives (a
-    one-sided sign test at :data:`SHIFT_SIGNIFICANCE`, which takes 7 cells or more) with a median
-    ratio beyond ``threshold``."""
-    ratios = defaultdict(list)
+def noisy_shifts(rows: list[Row], settings: Settings) -> list[str]:
+    """Why the gate fails for backends (per op, mode and dtype) with noisy cells whose cells,
+    taken together, are slower: more of them slower than a fair coin gives (a one-sided sign test
+    at :data:`SHIFT_SIGNIFICANCE`: 7 of 7, 15 of 18) and their median ratio beyond each cell's
+    threshold (a noisy cell's own ratio decides nothing within the noisy threshold)."""
+    groups = defaultdict(list)
     for row in rows:
-        if row.verdict == "noisy" and row.ratio is not None:
+        if row.ratio is not None and row.base_ms is not None:
             op, mode, dtype, _, backend = row.key
-            ratios[(op, mode, dtype, backend)].append(row.ratio)
+            groups[(op, mode, dtype, backend)].append(row)
     reasons = []
-    for (op, mode, dtype, backend), group in ratios.items():
-        slower = sum(ratio > 1 for ratio in group)
+    for (op, mode, dtype, backend), group in groups.items():
+        if not any(row.verdict == "noisy" for row in group):
+            continue
+        slower = sum(row.ratio > 1 for row in group)
         p = binomtest(slower, len(group), alternative="greater").pvalue
-        if p < SHIFT_SIGNIFICANCE and statistics.median(group) > 1 + threshold:
-            reasons.append(f"{backend} ({op} {mode} {dtype}): {slower} of {len(group)} noisy cells slower, "
-                           f"median {statistics.median(group):.2f}x (sign test p = {p:.3f})")
+        beyond = statistics.median(row.ratio / (1 + settings.threshold_for(row.base_ms)) for row in group)
+        if p < SHIFT_SIGNIFICANCE and beyond > 1:
+            ratio = statistics.median(row.ratio for row in group)
+            reasons.append(f"{backend} ({op} {mode} {dtype}): {slower} of {len(group)} cells slower, "
+                           f"median {ratio:.2f}x, with noisy cells (sign test p = {p:.3f})")
     return reasons
 
 

@@ -260,24 +260,27 @@ def test_a_flagged_cell_twice_as_slow_fails(tmp_path: Path, capsys: pytest.Captu
     assert verdicts[("4096", "eager")][1].startswith("flagged: below_physical_floor")
 
 
-@pytest.mark.parametrize(("slower_cells", "code"), [(7, 1), (4, 0)])
-def test_a_backend_whose_noisy_cells_all_moved_slower_fails(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], slower_cells: int, code: int) -> None:
+@pytest.mark.parametrize(("slower_cells", "factor", "code"), [(7, 1.24, 1), (4, 1.24, 0), (7, 1.01, 0)])
+def test_a_backend_whose_noisy_cells_moved_slower_together_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], slower_cells: int, factor: float,
+        code: int) -> None:
     """Seven helion cells, each spread 13% (noisy) and 24% slower (within the noisy threshold),
     7 of 28 cells noisy (within --max-noisy): one by one no verdict, together a slowdown that a
-    sign test confirms.  Four slower and three faster is no shift."""
+    sign test confirms.  Four slower and three faster is no shift, nor all seven 1% slower
+    (within the threshold)."""
     x_vals = tuple(4096 * 2**i for i in range(7))
     baseline, current = sweep(seed=1, x_vals=x_vals), sweep(seed=2, x_vals=x_vals)
     for i, x_val in enumerate(x_vals):
         median = find(baseline, x_val, "helion", "latency").value
-        factor = 1.24 if i < slower_cells else 1 / 1.24
+        shift = factor if i < slower_cells else 1 / factor
         cell = find(current, x_val, "helion", "latency")
-        cell.repeats = [median * factor * f for f in (0.75, 0.85, 0.95, 1.0, 1.05, 1.15, 1.25)]
-        cell.value = median * factor
+        cell.repeats = [median * shift * f for f in (0.75, 0.85, 0.95, 1.0, 1.05, 1.15, 1.25)]
+        cell.value = median * shift
     status, verdicts = gate(tmp_path, capsys, baseline, current)
     assert backend_verdicts(verdicts, "helion") == {"noisy"} and status == code
-    reason = "noisy but shifted: helion (exp fwd bfloat16): 7 of 7 noisy cells slower, median 1.24x"
-    assert (reason in (tmp_path / "summary.md").read_text()) == (code == 1)
+    reason = "noisy but shifted: helion (exp fwd bfloat16): 7 of 7 cells slower, median 1.24x"
+    assert ("noisy but shifted" in (tmp_path / "summary.md").read_text()) == (code == 1)
+    assert code == 0 or reason in (tmp_path / "summary.md").read_text()
 
 
 def test_a_file_of_mostly_noisy_cells_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
