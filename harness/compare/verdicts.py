@@ -124,6 +124,11 @@ def _missing(cur: Record | None) -> str | None:
     return None
 
 
+def _joined(*notes: str) -> str:
+    """A cell's note: its non-empty parts, joined."""
+    return "; ".join(filter(None, notes))
+
+
 def _reference(runs: list[Side], threshold: float) -> tuple[Side, str]:
     """The baseline run a cell is judged against, and a note: of several runs of one commit, the
     slowest, so that the code's own run-to-run range is no regression, unless it is more than
@@ -166,7 +171,7 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
             row.verdict, reason = "improvement", f"{reason}, but {1 / row.ratio:.2f}x faster"
         else:
             row.verdict = "noisy"
-        row.note = "; ".join(filter(None, [reason, note]))
+        row.note = _joined(reason, note)
         return row
     row.run_noise = settings.run_noise
     limit = max(threshold, 2 * row.run_noise)
@@ -176,16 +181,16 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
     if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:
         row.verdict = "regression"
     elif row.ratio > 1 + noisy_limit:
-        row.verdict, note = "regression", "; ".join(filter(None, [note, f"{inconclusive} slower"]))
+        row.verdict, note = "regression", _joined(note, f"{inconclusive} slower")
     elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
         row.verdict = "improvement"
     elif row.ratio < 1 / (1 + noisy_limit):
-        row.verdict, note = "improvement", "; ".join(filter(None, [note, f"{inconclusive} faster"]))
+        row.verdict, note = "improvement", _joined(note, f"{inconclusive} faster")
     elif abs(row.ratio - 1) > limit:
         row.verdict = "noisy"
-        note = "; ".join(filter(None, [note, "beyond threshold, within the interval's run noise"]))
+        note = _joined(note, "beyond threshold, within the interval's run noise")
     if len(base.medians) == 1 or len(cur.medians) == 1:
-        note = "; ".join(filter(None, [note, "no repeats on one side: ratio only"]))
+        note = _joined(note, "no repeats on one side: ratio only")
     row.note = note
     return row
 
@@ -205,14 +210,12 @@ def judge(baselines: list[list[Record]], current: list[Record], settings: Settin
     every other cell the current run got wrong; failing verdicts first, else in file order.
     Several baseline runs measure a cell's run-to-run variation (:func:`_reference`)."""
     cur_latency, cur_accuracy = cells(current, "latency"), cells(current, "accuracy")
-    runs_by_cell = [cells(records, "latency") for records in baselines]
     accuracy_runs = [cells(records, "accuracy") for records in baselines]
-    timed = [key for run in runs_by_cell for key, record in run.items()
-             if record.status == "ok" and record.value is not None]
+    timed_runs = [{key: latency for key, latency in cells(records, "latency").items()
+                   if _missing(latency) is None} for records in baselines]
     rows = []
-    for key in dict.fromkeys(timed):
-        runs = [Side.of(run[key]) for run in runs_by_cell
-                if key in run and run[key].status == "ok" and run[key].value is not None]
+    for key in dict.fromkeys(key for run in timed_runs for key in run):
+        runs = [Side.of(run[key]) for run in timed_runs if key in run]
         accuracy = (_baseline_accuracy([run[key] for run in accuracy_runs if key in run]),
                     cur_accuracy.get(key))
         rows.append(_judge_cell(key, runs, cur_latency.get(key), accuracy, settings))

@@ -119,8 +119,8 @@ def _shim(folder, python: str = sys.executable) -> str:
 
 
 def _linked_repo(tmp_path, baselines: list | None = None):
-    """``tmp_path`` with the repo's code linked in and ``baselines`` (default: the committed ones)
-    under ``results/baselines/h200/``."""
+    """``tmp_path`` with the repo's code linked in and ``baselines`` under
+    ``results/baselines/h200/`` (default: the committed ones, their second runs too)."""
     tmp_path.mkdir(exist_ok=True)
     for entry in ("harness", "operators", "run.py"):
         (tmp_path / entry).symlink_to(ROOT / entry)
@@ -128,13 +128,20 @@ def _linked_repo(tmp_path, baselines: list | None = None):
     folder.mkdir(parents=True)
     for path in BASELINES if baselines is None else baselines:
         (folder / path.name).symlink_to(path)
+    if baselines is None and SECOND_RUNS:
+        (folder / "second_run").symlink_to(BASELINE_DIR / "second_run")
     return tmp_path
 
 
+def _run_step(folder, name: str, python: str = sys.executable, **env: str) -> subprocess.CompletedProcess:
+    """The workflow's step ``name`` run by bash in ``folder``, with ``python`` as its python."""
+    script = _step(WORKFLOW.read_text(), name)
+    return subprocess.run(["bash", "-e", "-c", script], cwd=folder,
+                          env={"PATH": _shim(folder, python), **env}, capture_output=True, text=True)
+
+
 def _list_gated(folder, python: str = sys.executable) -> subprocess.CompletedProcess:
-    script = _step(WORKFLOW.read_text(), "List the gated baselines")
-    return subprocess.run(["bash", "-e", "-c", script], cwd=folder, env={"PATH": _shim(folder, python)},
-                          capture_output=True, text=True)
+    return _run_step(folder, "List the gated baselines", python)
 
 
 def test_the_workflow_gates_every_committed_baseline_by_its_records(tmp_path):
@@ -171,15 +178,13 @@ def _compare_in(tmp_path, name: str, op: str, mode: str,
                 current: str | None = None) -> subprocess.CompletedProcess:
     """The workflow's compare step in ``tmp_path`` (the repo linked in), gating baseline ``name``
     as (``op``, ``mode``) on ``current``, the text of its current run (None: no current run)."""
-    for entry in ("results", "harness", "operators", "run.py"):
-        (tmp_path / entry).symlink_to(ROOT / entry)
+    _linked_repo(tmp_path)
     (tmp_path / "current").mkdir()
     if current is not None:
         (tmp_path / "current" / f"{name}.json").write_text(current)
     (tmp_path / "gated.txt").write_text(f"{name} {op} {mode}\n")
-    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary"), "PATH": _shim(tmp_path)}
-    script = _step(WORKFLOW.read_text(), "Compare against the H200 baselines")
-    return subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    return _run_step(tmp_path, "Compare against the H200 baselines",
+                     GITHUB_STEP_SUMMARY=str(tmp_path / "summary"))
 
 
 def test_a_baseline_without_a_current_run_fails_the_workflow(tmp_path):
