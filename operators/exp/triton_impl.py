@@ -3,8 +3,8 @@
 Forward:  y = exp(x), computed in fp32 and rounded to x's dtype.
 Backward: dx = dy * y, from the saved output (no second exp).
 
-Both ops are registered with fake (meta) implementations and autograd, so
-``torch.compile(fullgraph=True)`` traces through them without a graph break.  The host
+Both ops (:func:`~operators.exp.custom_ops.define_exp_ops`) have fake implementations and
+autograd, so ``torch.compile(fullgraph=True)`` traces through them without a graph break.  The host
 functions they call, :func:`exp_forward` and :func:`exp_backward`, are also called directly by
 :mod:`operators.exp.triton_direct`.
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+
+from operators.exp.custom_ops import define_exp_ops
 
 
 @triton.jit
@@ -86,40 +88,5 @@ def exp_backward(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return dx
 
 
-@torch.library.custom_op("opbench::exp_fwd", mutates_args=())
-def exp_fwd(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) by the Triton kernel."""
-    return exp_forward(x)
-
-
-@exp_fwd.register_fake
-def _(x: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(x)
-
-
-@torch.library.custom_op("opbench::exp_bwd", mutates_args=())
-def exp_bwd(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """dy * y by the Triton kernel."""
-    return exp_backward(dy, y)
-
-
-@exp_bwd.register_fake
-def _(dy: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(y)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    ctx.save_for_backward(output)
-
-
-def _backward(ctx, dy: torch.Tensor) -> torch.Tensor:
-    (y,) = ctx.saved_tensors
-    return exp_bwd(dy, y)
-
-
-exp_fwd.register_autograd(_backward, setup_context=_setup_context)
-
-
-def exp(x: torch.Tensor) -> torch.Tensor:
-    """Differentiable exp through the Triton kernels."""
-    return exp_fwd(x)
+exp = define_exp_ops("opbench", exp_forward, exp_backward)
+"""Differentiable exp through the Triton kernels (``opbench::exp_fwd``, ``opbench::exp_bwd``)."""

@@ -23,7 +23,7 @@ def define_rms_norm_ops(
 
     @rms_norm_fwd.register_fake
     def _(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.empty_like(x), x.new_empty(x.shape[:1], dtype=torch.float32)
+        return x.new_empty(x.shape), x.new_empty(x.shape[:1], dtype=torch.float32)
 
     @torch.library.custom_op(f"{namespace}::rms_norm_bwd", mutates_args=())
     def rms_norm_bwd(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
@@ -33,7 +33,7 @@ def define_rms_norm_ops(
     @rms_norm_bwd.register_fake
     def _(grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
           rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.empty_like(x), torch.empty_like(weight)
+        return x.new_empty(x.shape), weight.new_empty(weight.shape)
 
     def setup_context(ctx, inputs: tuple, output: tuple) -> None:
         x, weight, _ = inputs

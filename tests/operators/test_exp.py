@@ -59,12 +59,17 @@ def test_triton_masks_only_the_partial_block(n: int) -> None:
     _check_exp_and_grad(exp, n)
 
 
-def test_triton_custom_op_passes_opcheck() -> None:
-    from operators.exp import triton_impl
+@pytest.mark.parametrize("namespace", ["opbench", "opbench_helion"])
+def test_custom_ops_pass_opcheck_on_transposed_inputs(namespace: str) -> None:
+    # The fakes must give Dynamo the contiguous layout the host functions return.
+    from operators.exp import helion_ops, triton_impl  # noqa: F401 - registers both namespaces
 
+    ops = getattr(torch.ops, namespace)
     x = torch.randn(300, requires_grad=True)
-    torch.library.opcheck(triton_impl.exp_fwd, (x,))
-    torch.library.opcheck(triton_impl.exp_bwd, (torch.randn(300), torch.randn(300)))
+    torch.library.opcheck(ops.exp_fwd.default, (x,))
+    torch.library.opcheck(ops.exp_fwd.default, (torch.randn(9, 17).t().requires_grad_(),))
+    torch.library.opcheck(ops.exp_bwd.default, (torch.randn(300), torch.randn(300)))
+    torch.library.opcheck(ops.exp_bwd.default, (torch.randn(9, 17).t(), torch.randn(9, 17).t()))
 
 
 def test_triton_custom_op_compiles_fullgraph_forward_and_backward() -> None:

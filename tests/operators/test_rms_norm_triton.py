@@ -317,6 +317,11 @@ def test_triton_custom_ops_pass_opcheck():
     _, rstd = triton_impl.rms_norm_fwd(x, weight, EPS)
     dy = torch.randn(5, 48)
     torch.library.opcheck(torch.ops.opbench.rms_norm_bwd.default, (dy, x, weight, rstd))
+    # A transposed x: the fakes give the contiguous layout the host functions return.
+    xt = torch.randn(48, 5).t()
+    torch.library.opcheck(torch.ops.opbench.rms_norm_fwd.default, (xt, weight, EPS))
+    _, rstd = triton_impl.rms_norm_fwd(xt, weight, EPS)
+    torch.library.opcheck(torch.ops.opbench.rms_norm_bwd.default, (torch.randn(48, 5).t(), xt, weight, rstd))
 
 
 def test_triton_backward_runs_no_fill_for_the_rstd_gradient():
