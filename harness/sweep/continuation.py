@@ -11,11 +11,8 @@ Worker entry point: ``python -m harness.sweep.continuation SPEC.json EVENTS.json
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,8 +31,8 @@ from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.report.results import Record
 from harness.settings import RunSettings
 from harness.sweep.spec import CellEvent, Sweep
+from harness.sweep.worker import kill_worker, start_worker, worker_env
 
-_ROOT = Path(__file__).resolve().parents[2]
 LOST_EXIT = 3
 """A worker's exit status when it lost its CUDA context too."""
 
@@ -122,12 +119,11 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
         spec_path, events_path = Path(tmp) / "spec.json", Path(tmp) / "events.jsonl"
         spec_path.write_text(json.dumps(_spec(sweeps, work)))
         events_path.touch()
-        path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
         with open(Path(tmp) / "stderr.txt", "w+") as err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.sweep.continuation", str(spec_path), str(events_path)],
                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-                env={**os.environ, "PYTHONPATH": path},
+                env=worker_env(),
             )
             try:
                 with open(events_path) as events:
@@ -153,37 +149,22 @@ def _run_worker(sweeps: list[Sweep], work: list[ShapeWork], sink: Callable[[list
                             break
                         supervision.poll()
                         if supervision.stop():
-                            _kill(proc)
+                            kill_worker(proc)
                             break
                         time.sleep(0.2)
             except BaseException:
-                _kill(proc)
+                kill_worker(proc)
                 raise
             err.seek(0)
             return finished, started, err.read(), medians
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """End a worker and every process it started."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
 def _worker(spec: dict[str, Any], events_path: Path) -> int:
     settings = RunSettings.from_json(spec["settings"])
-    from harness.device import keep_no_compiler_choices, prepare_backends
-    from harness.sweep.ranks import select_gpu
-
-    prepare_backends(settings.device)
-    if settings.precompiling:
-        keep_no_compiler_choices()
-    select_gpu(settings.device)
-    from harness.plugins import load_plugins
+    start_worker(settings)
     from harness.registry import load_operator
     from harness.sweep.runner import ShapeResume, run_shape
 
-    load_plugins(settings.plugins)
     ceilings = DeviceCeilings(**spec["ceilings"])
     with open(events_path, "a") as events:
         def write(event: dict[str, Any]) -> None:

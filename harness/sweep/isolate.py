@@ -11,10 +11,8 @@ Worker entry point: ``python -m harness.sweep.isolate SPEC.json OUT.json``.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -28,8 +26,7 @@ from harness.metrics.cell_data import AccuracyResult, Measurement, SampleStats
 from harness.operator import DTYPE_NAMES, Mode, Shape
 from harness.settings import RunSettings
 from harness.sweep.spec import CellEvent, Sweep
-
-_ROOT = Path(__file__).resolve().parents[2]
+from harness.sweep.worker import kill_worker, start_worker, worker_env
 
 
 def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
@@ -51,13 +48,6 @@ def _died(returncode: int, stderr: str) -> str:
     if returncode < 0:
         return f"worker process killed by {signal.Signals(-returncode).name}"
     return f"worker process exited with code {returncode}: {error_line(stderr)}"
-
-
-def _kill_session(proc: subprocess.Popen) -> None:
-    """Kill the worker and every process it started, and reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
 
 
 def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurement, str | None]:
@@ -89,13 +79,13 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
                              "timing" if sweep.timed else "checking")
             except BaseException:
                 # Ctrl-C reaches only this process (the worker has its own session): end the worker too.
-                _kill_session(proc)
+                kill_worker(proc)
                 raise
             if late is not None:
-                _kill_session(proc)
+                kill_worker(proc)
                 return Measurement(), late
             if out_path.exists():
-                _kill_session(proc)
+                kill_worker(proc)
                 return _measurement_from_json(json.loads(out_path.read_text()))
             stderr.seek(0)
             return Measurement(), _died(proc.returncode, stderr.read())
@@ -105,8 +95,7 @@ def _worker_env(cell: str) -> dict[str, str]:
     """The worker's environment: the suite's root on its path, so it imports the harness from any
     working directory, and ``TORCH_TRACE`` (when set) a folder of the cell's own in it, so each
     cell's compile log is one ``tlparse`` report."""
-    path = os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
+    env = worker_env()
     if env.get("TORCH_TRACE"):
         env["TORCH_TRACE"] = str(Path(env["TORCH_TRACE"]) / cell)
     return env
@@ -134,14 +123,10 @@ def _wait(proc: subprocess.Popen, timing_path: Path, out_path: Path, startup_s: 
 
 def _worker(spec: dict[str, Any], timing_path: Path) -> dict[str, Any]:
     settings = RunSettings.from_json(spec["settings"])
-    from harness.device import prepare_backends
-
-    prepare_backends(settings.device)
-    from harness.plugins import load_plugins
+    start_worker(settings)
     from harness.registry import load_operator
     from harness.sweep.in_process import measure_in_process
 
-    load_plugins(settings.plugins)
     op = load_operator(spec["op"])(settings.device, DTYPE_NAMES[settings.precision], settings.options)
     shape = tuple(spec["shape"])
     def progress(event: CellEvent) -> None:

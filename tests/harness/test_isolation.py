@@ -169,6 +169,7 @@ def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
 
 def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
     import harness.sweep.isolate
+    import harness.sweep.worker
     from harness.operator import Mode
     from harness.sweep.spec import Sweep
     from operators.exp.operator import ExpOperator
@@ -189,7 +190,7 @@ def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:
             return "", ""
 
     monkeypatch.setattr(harness.sweep.isolate.subprocess, "Popen", HangingWorker)
-    monkeypatch.setattr(harness.sweep.isolate.os, "killpg", lambda pid, sig: killed.append((pid, sig)))
+    monkeypatch.setattr(harness.sweep.worker.os, "killpg", lambda pid, sig: killed.append((pid, sig)))
     settings = cpu_settings(["accuracy"], isolate=True, timeout_s=20.0, startup_timeout_s=0.3)
     sweep = Sweep(ExpOperator("cpu", torch.float32), Mode.FWD, [(100,)], ["eager"], "eager", settings)
     started = time.monotonic()
