@@ -11,6 +11,11 @@ between its kernels.
 
 CPU: ``time.perf_counter`` around each call.
 
+Given a :class:`~harness.audit.SampleAudit`, the CUDA and CPU timers vary what the call
+reads before every sample and let the audit keep one measured sample for the check, all outside
+the timed windows; the wall timer makes one more audited batch of two calls after its measured
+ones, untimed.
+
 :class:`WallTimer` (the ``walltime`` metric) measures host time instead: batches of calls back to
 back, the device synchronized once at the end of each batch, no flush and no spin kernel.
 
@@ -30,6 +35,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from harness.audit import SampleAudit
 from harness.metrics.cell_data import DEFAULT_TIMER, SampleStats
 from harness.settings import FLUSHES, TimerSettings
 
@@ -119,20 +125,25 @@ class CudaTimer:
             self._flush = L2Flusher(device, write=self.settings.flush == "dirty")
         return self._flush
 
-    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
-        """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
-        run = CapturedCall(fn, setup) if self.settings.cudagraph else fn
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
+                audit: SampleAudit | None = None) -> SampleStats:
+        """Time ``fn``; ``setup`` runs before every call, outside the timed region (under
+        ``cudagraph`` before the capture only: a replay reads nothing it resets)."""
+        run, each = (CapturedCall(fn, setup), _nothing) if self.settings.cudagraph else (fn, setup)
         flush = self._flusher()
-        spin = _spin_cycles(run, setup)
+        spin = _spin_cycles(run, each)
         synced: list[float] = []
-        self._time_calls(run, setup, flush, spin, ESTIMATE_SAMPLES, synced)
+        self._time_calls(run, each, flush, spin, ESTIMATE_SAMPLES, audit, synced)
         warmup, count = sample_counts(float(np.median(np.diff(synced))) * 1e3, self.settings)
-        self._time_calls(run, setup, flush, spin, warmup)
-        return SampleStats.of(self._time_calls(run, setup, flush, spin, count))
+        self._time_calls(run, each, flush, spin, warmup, audit)
+        if audit is not None:
+            audit.arm(count)
+        return SampleStats.of(self._time_calls(run, each, flush, spin, count, audit))
 
     @staticmethod
     def _time_calls(fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher,
-                    spin: int, count: int, synced: list[float] | None = None) -> list[float]:
+                    spin: int, count: int, audit: SampleAudit | None,
+                    synced: list[float] | None = None) -> list[float]:
         """``count`` samples' device times in ms; ``synced`` gets the host clock after each
         synchronize, so that its differences are what each whole sample cost in wall time."""
         events = [
@@ -142,13 +153,18 @@ class CudaTimer:
         stamps = [] if synced is None else synced
         for start, end in events:
             setup()
+            if audit is not None:
+                audit.before()
             torch.cuda.synchronize()
             stamps.append(time.perf_counter())
             flush()
             torch.cuda._sleep(spin)
             start.record()
-            fn()
+            result = fn()
             end.record()
+            if audit is not None:
+                audit.after(result)
+            del result
         torch.cuda.synchronize()
         stamps.append(time.perf_counter())
         return [start.elapsed_time(end) for start, end in events]
@@ -167,27 +183,41 @@ def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None]) -> int:
     return int((1.5 * float(np.median(host_us)) + 20.0) * SPIN_CYCLES_PER_US)
 
 
+def _nothing() -> None:
+    pass
+
+
 class CpuTimer:
     """Wall-clock timing with ``time.perf_counter``."""
 
     def __init__(self, settings: TimerSettings):
         self.settings = settings
 
-    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
+                audit: SampleAudit | None = None) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
-        estimate = self._time_calls(fn, setup, 1)
+        estimate = self._time_calls(fn, setup, 1, audit)
         warmup = int(min(MAX_SAMPLES, self.settings.warmup_ms / max(estimate[0], 1e-6)))
-        self._time_calls(fn, setup, warmup)
-        return SampleStats.of(self._time_calls(fn, setup, _sample_count(estimate[0], self.settings.rep_ms)))
+        self._time_calls(fn, setup, warmup, audit)
+        count = _sample_count(estimate[0], self.settings.rep_ms)
+        if audit is not None:
+            audit.arm(count)
+        return SampleStats.of(self._time_calls(fn, setup, count, audit))
 
     @staticmethod
-    def _time_calls(fn: Callable[[], object], setup: Callable[[], None], count: int) -> list[float]:
+    def _time_calls(fn: Callable[[], object], setup: Callable[[], None], count: int,
+                    audit: SampleAudit | None) -> list[float]:
         samples = []
         for _ in range(count):
             setup()
+            if audit is not None:
+                audit.before()
             start = time.perf_counter()
-            fn()
+            result = fn()
             samples.append((time.perf_counter() - start) * 1e3)
+            if audit is not None:
+                audit.after(result)
+            del result
         return samples
 
 
@@ -210,21 +240,32 @@ class WallTimer:
         self.device = device
         self.settings = settings
 
-    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None) -> SampleStats:
+    def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
+                audit: SampleAudit | None = None) -> SampleStats:
         """Time batches of calls of ``fn``; the statistics are of milliseconds per call."""
         synchronize(self.device)
         estimate = self._batch(fn, setup, 3)
         calls = int(min(MAX_SAMPLES, max(1, WALL_BATCH_MS / max(estimate, 1e-6))))
         self._batch(fn, setup, int(min(MAX_SAMPLES, max(1, self.settings.warmup_ms / max(estimate, 1e-6)))))
         count = _sample_count(estimate * calls, self.settings.rep_ms)
-        return SampleStats.of([self._batch(fn, setup, calls) for _ in range(count)])
+        stats = SampleStats.of([self._batch(fn, setup, calls) for _ in range(count)])
+        if audit is not None:
+            audit.arm(2)
+            self._batch(fn, setup, 2, audit)
+        return stats
 
-    def _batch(self, fn: Callable[[], object], setup: Callable[[], None], calls: int) -> float:
+    def _batch(self, fn: Callable[[], object], setup: Callable[[], None], calls: int,
+               audit: SampleAudit | None = None) -> float:
         """Milliseconds per call of ``calls`` calls, synchronized once after the last."""
         start = time.perf_counter()
         for _ in range(calls):
             setup()
-            fn()
+            if audit is not None:
+                audit.before()
+            result = fn()
+            if audit is not None:
+                audit.after(result)
+            del result
         synchronize(self.device)
         return (time.perf_counter() - start) * 1e3 / calls
 

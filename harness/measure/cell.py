@@ -2,17 +2,18 @@
 
 Building a cell runs the backend's set-up and first call and returns the callable the timer
 repeats.  The first call's outputs and input gradients are checked against the float64
-reference; after timing, one more call of what the timer repeats is checked against it (a
-backend cannot tell that call from a timed one; under ``--cudagraph`` a replay of its captured
-graph on fresh inputs, against their reference), and then the inputs are refilled with fresh
-values and one more call is checked against their own reference, so a backend that caches its
-first result, or is right once and then returns garbage, fails.  In ``fwd`` every
-floating-point output must require grad (a training forward), unless the backend is
-``fwd_only``.  Before each checked call the allocator's free blocks of
-the output sizes are filled with NaN (an output a kernel never writes is caught); after the
-cell, its inputs and the ``dy`` it was handed must be unchanged.  What the kernels note about
-how they ran (e.g. on a stored config of another shape bucket) during the set-up and first call
-is kept with the cell's measurement.
+reference; every timing checks one of its own samples, chosen at random, against the
+reference of what that call read, which changed before every sample (:mod:`harness.audit`:
+a backend cannot tell that call from the others, nor keep a result its inputs no longer give);
+after timing the inputs are refilled with fresh values and one more call is checked against
+their own reference, so a backend that caches its first result, or is right once and then
+returns garbage, fails.  In ``fwd`` every floating-point output must come with an autograd
+graph (a training forward), unless the backend is ``fwd_only``, and every result must be a plain
+tensor on the device.  Before each checked call the allocator's free blocks of the output sizes
+are filled with NaN (an output a kernel never writes is caught); after the cell, its inputs and
+the ``dy`` it was handed must be unchanged.  What the kernels note about how they ran (e.g. on a
+stored config of another shape bucket) during the set-up and first call is kept with the cell's
+measurement.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from typing import Any
 
 import torch
 
+from harness.audit import AuditedSample, Results, SampleAudit
 from harness.measure.accuracy import compare_all
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.notes import collecting
 from harness.operator import Backend, BenchmarkOperator, Mode, as_tuple
-from harness.timing import CapturedCall, Timer, synchronize
+from harness.timing import Timer, synchronize
 
 Tolerance = Callable[[str], tuple[float, float]]
 """(rtol, atol) of a compared tensor, by its name (``output[0]``, ``grad[1]``)."""
@@ -52,7 +54,8 @@ class Cell:
 
     ``timed`` is what the timer repeats and ``setup`` runs before each timed call; ``check``
     runs the mode's call afresh on the cell's inputs (forward, and backward with ``dy``) and
-    returns the outputs, leaving the input gradients on the inputs.
+    returns the outputs, leaving the input gradients on the inputs.  ``timed`` reads
+    ``read_inputs`` (indices of its floating-point inputs) and ``timed_dys``.
     """
 
     timed: Callable[[], object]
@@ -63,9 +66,15 @@ class Cell:
     """The first call's outputs; detached once the first call is checked (:meth:`drop_first_graph`)."""
     dys: list[tuple[Any, tuple[torch.Tensor, ...]]]
     """Every ``dy`` handed out to it, with its key (:meth:`BenchmarkOperator.track_grad_outputs`)."""
+    read_inputs: list[int] = field(default_factory=list)
+    timed_dys: tuple[torch.Tensor, ...] = ()
     trains: bool = False
     """Whether its forward outputs must be differentiable: ``fwd`` (a training forward) for a
     backend not declared ``fwd_only``."""
+
+    def read(self) -> list[torch.Tensor]:
+        """The tensors a timed call reads that the audit varies: inputs, then ``dy``."""
+        return [*(self.inputs[i] for i in self.read_inputs), *self.timed_dys]
 
     def drop_first_graph(self) -> None:
         """Keep the first call's outputs detached, letting go of their autograd graph: kept alive,
@@ -96,11 +105,11 @@ def _grads(inputs: Sequence[Any], diff: list[int]) -> list[torch.Tensor | None]:
 
 
 def compute_reference(op: BenchmarkOperator, inputs: Sequence[Any], mode: Mode,
-                      fresh: bool = False) -> Reference:
+                      fresh: bool = False, dys: Sequence[torch.Tensor] | None = None) -> Reference:
     """Float64 outputs and input gradients of the operator's baseline on upcast inputs.
 
     ``fresh`` uses the second set of ``dy`` (:meth:`BenchmarkOperator.grad_outputs`), the one
-    the check after timing runs with.
+    the check after timing runs with; ``dys`` gives the ``dy`` instead.
     """
     diff = op.differentiable(inputs)
     upcast = _upcast(inputs, diff, mode.checks_grads)
@@ -108,8 +117,8 @@ def compute_reference(op: BenchmarkOperator, inputs: Sequence[Any], mode: Mode,
     outputs = as_tuple(fn())
     reference = Reference([o.detach() for o in outputs])
     if mode.checks_grads:
-        dys = [d.to(torch.float64) for d in op.grad_outputs(outputs, fresh=fresh)]
-        torch.autograd.backward(outputs, dys)
+        given = op.grad_outputs(outputs, fresh=fresh) if dys is None else dys
+        torch.autograd.backward(outputs, [d.to(torch.float64) for d in given])
         reference.grads = [g.detach() for g in _grads(upcast, diff)]
     return reference
 
@@ -156,9 +165,12 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
             cell = Cell(fn, lambda: None, check, inputs, as_tuple(fn()), dys)
         elif mode is Mode.BWD:
             outputs = as_tuple(fn())
-            backward = op.get_bwd_fn(outputs)
+            with op.track_grad_outputs() as timed_dys:
+                backward = op.get_bwd_fn(outputs)
+            dys.extend(timed_dys)
             backward()
-            cell = Cell(backward, clear_grads, check, inputs, outputs, dys)
+            cell = Cell(backward, clear_grads, check, inputs, outputs, dys,
+                        timed_dys=tuple(dy for _, handed in timed_dys for dy in handed))
             if first_call_time:
                 # compile_time compares first and steady backward calls: one warm forward, timed
                 # now, comes off the first call (and this extra call itself is left out).
@@ -176,48 +188,70 @@ def build_cell(op: BenchmarkOperator, backend: Backend, inputs: list[Any], diff:
                 outputs = as_tuple(fn())
                 torch.autograd.backward(outputs, first_dys)
                 return outputs
-            cell = Cell(forward_backward, clear_grads, check, inputs, outputs, dys)
+            cell = Cell(forward_backward, clear_grads, check, inputs, outputs, dys, timed_dys=first_dys)
+    if mode is not Mode.BWD:
+        cell.read_inputs = [i for i, x in enumerate(inputs)
+                            if isinstance(x, torch.Tensor) and x.is_floating_point()]
     cell.trains = mode is Mode.FWD and not backend.fwd_only and any(inputs[i].requires_grad for i in diff)
     synchronize(op.device)
     measurement.first_call_ms = (time.perf_counter() - start) * 1e3
     return cell
 
 
-def compare_cell(op: BenchmarkOperator, mode: Mode, outputs: tuple[torch.Tensor, ...], inputs: list[Any],
-                 diff: list[int], reference: Reference, tolerance: Tolerance) -> AccuracyResult:
-    """Compare a call's outputs (forward modes) and its inputs' gradients (backward modes) with
-    ``reference``."""
-    names: list[str] = []
-    actual: list[torch.Tensor | None] = []
-    expected: list[torch.Tensor] = []
-    if mode.checks_outputs:
-        names += [f"output[{i}]" for i in range(len(reference.outputs))]
-        actual += list(outputs)
-        expected += reference.outputs
-    if mode.checks_grads:
-        names += [f"grad[{i}]" for i in diff]
-        actual += _grads(inputs, diff)
-        expected += reference.grads
-    return compare_all(names, actual, expected, op.dtype, [tolerance(name) for name in names])
+def _names(mode: Mode, reference: Reference, diff: list[int]) -> list[str]:
+    outputs = [f"output[{i}]" for i in range(len(reference.outputs))] if mode.checks_outputs else []
+    return outputs + ([f"grad[{i}]" for i in diff] if mode.checks_grads else [])
+
+
+def compare_results(op: BenchmarkOperator, mode: Mode, results: Results, diff: list[int],
+                    reference: Reference, tolerance: Tolerance) -> AccuracyResult:
+    """Compare a call's results (:func:`call_results`) with ``reference``."""
+    names = _names(mode, reference, diff)
+    expected = ((reference.outputs if mode.checks_outputs else [])
+                + (reference.grads if mode.checks_grads else []))
+    return compare_all(names, list(results), expected, op.dtype, [tolerance(name) for name in names])
+
+
+def call_results(mode: Mode, outputs: tuple[torch.Tensor, ...], inputs: Sequence[Any],
+                 diff: list[int]) -> Results:
+    """What a call's check compares: its outputs (forward modes), then its inputs' gradients
+    (backward modes)."""
+    return (*(outputs if mode.checks_outputs else ()), *(_grads(inputs, diff) if mode.checks_grads else ()))
 
 
 def undifferentiable_output(cell: Cell, outputs: tuple[torch.Tensor, ...]) -> str | None:
-    """Why a training forward's outputs cannot be differentiated (a floating-point output that
-    does not require grad), or None; only for a cell that :attr:`~Cell.trains`."""
+    """Why a training forward's outputs cannot be differentiated (a floating-point output with no
+    autograd graph), or None; only for a cell that :attr:`~Cell.trains`."""
     if not cell.trains:
         return None
     for i, output in enumerate(outputs):
-        if output.is_floating_point() and not output.requires_grad:
-            return (f"output[{i}] does not require grad: fwd times a training forward (a backend "
+        if output.is_floating_point() and output.grad_fn is None:
+            return (f"output[{i}] has no autograd graph: fwd times a training forward (a backend "
                     "without a backward is registered fwd_only)")
+    return None
+
+
+def foreign_result(results: Results, device: str) -> str | None:
+    """Why a result is not a plain tensor on the operator's device (a subclass could compute when
+    read, a host tensor hides its work from device timing), or None."""
+    for i, result in enumerate(results):
+        if result is not None and type(result) is not torch.Tensor:
+            return f"result {i} is a {type(result).__name__}, not a torch.Tensor"
+        if result is not None and result.device.type != torch.device(device).type:
+            return f"result {i} is on {result.device}, not {device}"
     return None
 
 
 def check_call(op: BenchmarkOperator, mode: Mode, cell: Cell, outputs: tuple[torch.Tensor, ...],
                diff: list[int], reference: Reference, tolerance: Tolerance) -> AccuracyResult:
-    """:func:`compare_cell` of a call of ``cell``, which then, in a training forward, also needs
-    outputs autograd can differentiate (:func:`undifferentiable_output`)."""
-    checked = compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
+    """A call of ``cell`` against ``reference``: plain tensors on the device
+    (:func:`foreign_result`), then :func:`compare_results`, then, in a training forward, outputs
+    autograd can differentiate (:func:`undifferentiable_output`)."""
+    results = call_results(mode, outputs, cell.inputs, diff)
+    foreign = foreign_result(results, op.device)
+    if foreign is not None:
+        return AccuracyResult(False, float("nan"), float("nan"), foreign)
+    checked = compare_results(op, mode, results, diff, reference, tolerance)
     reason = undifferentiable_output(cell, outputs) if checked.passed else None
     return checked if reason is None else dataclasses.replace(checked, passed=False, reason=reason)
 
@@ -233,33 +267,30 @@ def poison_unread(tensors: Sequence[torch.Tensor | None], read: Sequence[Any]) -
                 tensor.fill_(float("nan"))
 
 
-def check_timed_call(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
-                     tolerance: Tolerance, replayed_on: Sequence[Any] | None = None) -> AccuracyResult:
-    """One more call of exactly what the timer repeats (``setup``, then ``timed``), on the inputs
-    it was timed on, checked against their ``reference``: a backend cannot tell it from a timed
-    call, so one that is right on its checked calls but not on its timed ones fails.
+def sample_audit(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int],
+                 reference: Reference) -> SampleAudit:
+    """The audit of a timing of ``cell`` (:class:`~harness.audit.SampleAudit`)."""
 
-    ``replayed_on`` (fresh inputs; ``reference`` then is theirs with the first ``dy``) makes the
-    call a replay of it captured in a CUDA graph, as ``--cudagraph`` times it, after the fresh
-    values are copied into the inputs the graph reads: a graph that replays a stashed result
-    fails.  A replay rewrites, in place, the outputs and gradients its capture made; they are
-    NaN-filled first, so the replay must write them, and the gradients (which ``setup`` lets go
-    of) are put back on the inputs for the comparison."""
-    call, captured_grads, rewritten = cell.timed, {}, []
-    if replayed_on is not None:
-        call = graph = CapturedCall(cell.timed, cell.setup)
-        captured_grads = {i: cell.inputs[i].grad for i in diff}
-        rewritten = [*as_tuple(graph.outputs), *captured_grads.values()]
-        refill(cell.inputs, replayed_on)
-    cell.setup()  # frees the last call's gradients before the free blocks are poisoned
-    poison_free_blocks(reference, op.dtype)
-    poison_unread(rewritten, [*cell.inputs, *(dy for _, dys in cell.dys for dy in dys)])
-    result = call()
-    synchronize(op.device)
-    for i, grad in captured_grads.items():
-        cell.inputs[i].grad = grad
-    outputs = as_tuple(result) if mode.checks_outputs else ()
-    checked = check_call(op, mode, cell, outputs, diff, reference, tolerance)
+    def collect(result: object) -> tuple[Results, str | None]:
+        outputs = as_tuple(result) if mode.checks_outputs else ()
+        results = call_results(mode, outputs, cell.inputs, diff)
+        return results, foreign_result(results, op.device) or undifferentiable_output(cell, outputs)
+
+    return SampleAudit(cell.read(), collect, lambda: poison_free_blocks(reference, op.dtype), poison_unread,
+                       lambda: synchronize(op.device))
+
+
+def check_audited(op: BenchmarkOperator, mode: Mode, cell: Cell, sample: AuditedSample, diff: list[int],
+                  tolerance: Tolerance) -> AccuracyResult:
+    """The audited sample's results against the float64 reference of the inputs and ``dy`` it read."""
+    if sample.problem is not None:
+        checked = AccuracyResult(False, float("nan"), float("nan"), sample.problem)
+    else:
+        inputs = list(cell.inputs)
+        for i, seen in zip(cell.read_inputs, sample.read, strict=False):
+            inputs[i] = seen
+        reference = compute_reference(op, inputs, mode, dys=sample.read[len(cell.read_inputs):] or None)
+        checked = compare_results(op, mode, sample.results, diff, reference, tolerance)
     if checked.passed:
         return checked
     return dataclasses.replace(checked, reason=f"in a timed call: {checked.reason}")
@@ -297,7 +328,7 @@ def check_again(op: BenchmarkOperator, mode: Mode, cell: Cell, fresh: Sequence[A
     outputs = cell.check(fresh_dys)
     synchronize(op.device)
     cell.dys.extend(dys)
-    return compare_cell(op, mode, outputs, cell.inputs, diff, reference, tolerance)
+    return check_call(op, mode, cell, outputs, diff, reference, tolerance)
 
 
 def peak_memory(cell: Cell) -> int:
@@ -311,10 +342,22 @@ def peak_memory(cell: Cell) -> int:
     return torch.cuda.max_memory_allocated() - base
 
 
-def time_cell(cell: Cell, measurement: Measurement, timers: dict[str, Timer]) -> None:
+def time_cell(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
+              tolerance: Tolerance, measurement: Measurement,
+              timers: dict[str, Timer]) -> list[AccuracyResult]:
     """One independent timing of the cell (one repeat) by each timer (kind -> timer), appended to
     ``measurement.timings`` in the order given (the device timer's first, so the wall timer never
-    runs between its flushes)."""
+    runs between its flushes); returns the check of each timing's audited sample."""
+    checks = []
     for kind, timer in timers.items():
-        measurement.timings.setdefault(kind, []).append(timer.measure(cell.timed, cell.setup))
+        audit = sample_audit(op, mode, cell, diff, reference)
+        try:
+            stats = timer.measure(cell.timed, cell.setup, audit)
+        finally:
+            audit.restore()
+        measurement.timings.setdefault(kind, []).append(stats)
+        if audit.sample is None:
+            raise RuntimeError(f"the {kind} timer kept no audited sample")
+        checks.append(check_audited(op, mode, cell, audit.sample, diff, tolerance))
+    return checks
 

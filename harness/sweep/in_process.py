@@ -27,7 +27,6 @@ from harness.measure.cell import (
     changed_inputs,
     check_again,
     check_call,
-    check_timed_call,
     compute_reference,
     peak_memory,
     snapshot,
@@ -58,9 +57,6 @@ class ShapeInputs:
     fresh: tuple[Any, ...]
     fresh_reference: Reference
     diff: list[int]
-    replay_reference: Reference | None = None
-    """Under ``--cudagraph``: the fresh inputs' reference with the first ``dy``, which the replayed
-    check of a timed call runs with (:func:`check_timed_call`)."""
 
 
 @dataclass
@@ -87,15 +83,7 @@ def _shape_inputs(sweep: Sweep, shape: Shape) -> ShapeInputs:
     reference = compute_reference(op, inputs, mode)
     fresh = op.fresh_inputs(shape, seed + FRESH_SEED_OFFSET) or inputs
     fresh_reference = compute_reference(op, fresh, mode, fresh=True)
-    if not (sweep.timed and sweep.settings.timer.cudagraph):
-        replay_reference = None
-    elif not mode.checks_grads:
-        replay_reference = fresh_reference  # its second dy goes unused
-    elif fresh is inputs:
-        replay_reference = reference
-    else:
-        replay_reference = compute_reference(op, fresh, mode)
-    return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs), replay_reference)
+    return ShapeInputs(inputs, reference, fresh, fresh_reference, op.differentiable(inputs))
 
 
 def _verdict(built: BuiltCell) -> AccuracyResult:
@@ -171,10 +159,11 @@ class ShapeRun:
                 built.tampering.append(_failure(reason))
 
     def time_once(self, name: str) -> None:
-        """One repeat of the cell's timing."""
-        measurement = self.measurements[name]
+        """One repeat of the cell's timing, and the checks of its audited samples."""
+        measurement, built, given = self.measurements[name], self.cells[name], self.given
         try:
-            time_cell(self.cells[name].cell, measurement, self.timers)
+            built.checks.extend(time_cell(self.op, self.mode, built.cell, given.diff, given.reference,
+                                          self.tolerance, measurement, self.timers))
         except Exception as exc:  # noqa: BLE001
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.  Nor is it accurate: a call of
@@ -193,8 +182,6 @@ class ShapeRun:
             self.profile(name, built)
         if built is not None:
             self.check_unchanged(built)
-            if self.sweep.timed:
-                self.check_a_timed_call(name, built)
             self.check_on_fresh_inputs(name, built)
             measurement.accuracy = _verdict(built)
         return name, measurement, self.errors.get(name)
@@ -209,19 +196,6 @@ class ShapeRun:
             self.measurements[name].kernels = with_work(kernels, self.op, self.shape, self.mode)
         except Exception as exc:  # noqa: BLE001
             self.failed(name, f"profiling failed: {error_text(exc)}")
-
-    def check_a_timed_call(self, name: str, built: BuiltCell) -> None:
-        """One more call of what the timer repeats: on the inputs it was timed on, or under
-        ``--cudagraph`` a replay on the fresh inputs."""
-        given = self.given
-        try:
-            reference, replayed_on = ((given.reference, None) if given.replay_reference is None
-                                      else (given.replay_reference, given.fresh))
-            built.checks.append(check_timed_call(self.op, self.mode, built.cell, given.diff, reference,
-                                                 self.tolerance, replayed_on))
-        except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
-            built.checks.append(_failure(f"the check of a timed call failed: {error_line(error_text(exc))}"))
-            self.failed(name, f"the check of a timed call failed: {error_text(exc)}")
 
     def check_on_fresh_inputs(self, name: str, built: BuiltCell) -> None:
         """A call on the second set of inputs, so that a stale or cached result fails."""
