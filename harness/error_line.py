@@ -24,6 +24,8 @@ _BOILERPLATE = re.compile(
     r"^File \"|^During handling of the above exception|^The above exception was the direct cause|"
     r"^at \d+:\d+:?$|^\^+$",
 )
+_COMPILER_AT = re.compile(r"(^|: )at \d+:\d+:?$")
+"""The line before the source of a Triton compile error; the message follows the caret under it."""
 _EXCEPTION_LINE = re.compile(r"^[\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 
@@ -32,18 +34,20 @@ def error_line(text: str | None) -> str:
     CUDA context, :data:`CONTEXT_LOST_NOTE`).
 
     The message after the caret of a compiler error (Triton's ``at 4:33:`` is followed by the
-    source and a caret), else the last line naming a CUDA error that poisons the context (a dying
-    worker's ``what(): CUDA error: ...`` after a harmless warning), else the last line naming an
-    exception, else the first line that is not boilerplate (CUDA's advice on debugging, traceback
-    frames).
+    source and a caret; a caret under a Python traceback's frame is not one), else the last line
+    naming a CUDA error that poisons the context (a dying worker's ``what(): CUDA error: ...``
+    after a harmless warning), else the last line naming an exception, else the first line that
+    is not boilerplate (CUDA's advice on debugging, traceback frames).
     """
     if text and CONTEXT_LOST_NOTE in text:
         return f"{error_line(text.replace(CONTEXT_LOST_NOTE, ''))} {CONTEXT_LOST_NOTE}"
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
     if not lines:
         return "no message"
-    carets = [i for i, line in enumerate(lines) if re.fullmatch(r"\^+", line)]
-    if carets and carets[-1] + 1 < len(lines):
+    carets = [i for i, line in enumerate(lines) if re.fullmatch(r"\^+", line)
+              and i + 1 < len(lines) and any(_COMPILER_AT.search(before) for before in lines[:i])
+              and not _BOILERPLATE.search(lines[i + 1])]
+    if carets:
         return _prefixed(lines, lines[carets[-1] + 1])
     meaningful = [line for line in lines if not _BOILERPLATE.search(line)]
     sticky = [line for line in meaningful if STICKY_ERRORS.search(line)]

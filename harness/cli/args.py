@@ -111,3 +111,14 @@ def read_result_file(path: Path) -> tuple[dict[str, Any], list[Record]]:
         return read_json(path)
     except ResultFileError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def of_modes(path: Path, records: list[Record], modes: list[str] | None) -> list[Record]:
+    """The records of ``modes`` (all of them when None); none is bad input, naming the modes the
+    file has."""
+    kept = [r for r in records if modes is None or r.mode in modes]
+    if not kept:
+        present = ", ".join(dict.fromkeys(r.mode for r in records))
+        wanted = f" for mode {','.join(modes)} (it has: {present})" if modes else ""
+        raise UsageError(f"{path}: no records{wanted}")
+    return kept

@@ -56,7 +56,7 @@ def _fraction(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number greater than 0 and less than 1, got {text!r}")
     return value
 
 

@@ -16,6 +16,7 @@ from harness.cli.args import (
     UsageError,
     check_writable,
     comma_list,
+    of_modes,
     read_result_file,
     validate_choices,
 )
@@ -40,10 +41,7 @@ def export_main(argv: list[str]) -> int:
         validate_choices("mode", args.mode, [mode.value for mode in Mode])
     check_writable(args.output)
     header, records = read_result_file(args.results)
-    records = [r for r in records if args.mode is None or r.mode in args.mode]
-    if not records:
-        wanted = f" for mode {','.join(args.mode)}" if args.mode else ""
-        raise UsageError(f"{args.results}: no records{wanted}")
+    records = of_modes(args.results, records, args.mode)
     try:
         text = FORMATS[args.format](header, records)
     except ExportError as exc:

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, comma_list, read_result_file, validate_choices
+from harness.cli.args import (
+    OneLineParser,
+    comma_list,
+    of_modes,
+    read_result_file,
+    validate_choices,
+)
 from harness.operator import Mode
 from harness.report.table import (
     ceilings_line,
@@ -31,11 +37,7 @@ def show_main(argv: list[str]) -> int:
     if args.mode is not None:
         validate_choices("mode", args.mode, [mode.value for mode in Mode])
     header, records = read_result_file(args.results)
-    present = list(dict.fromkeys(r.mode for r in records))
-    records = [r for r in records if args.mode is None or r.mode in args.mode]
-    if not records:
-        wanted = f" for mode {','.join(args.mode)} (it has: {', '.join(present)})" if args.mode else ""
-        raise UsageError(f"{args.results}: no records{wanted}")
+    records = of_modes(args.results, records, args.mode)
     for (op, _, _), group in group_records(records).items():
         print(render(group, *table_layout(op)))
         print()

@@ -12,6 +12,7 @@ operators, ``--isolate``), which would not see the backends; exit 1 when the run
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 import torch
@@ -33,21 +34,35 @@ def _device(args: list[str]) -> str:
     return parser.parse_known_args(args)[0].device
 
 
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:  # in sys.modules without a spec: imported some other way
+        return True
+
+
+def import_tritonbench_or_exit() -> None:
+    """Import tritonbench, or exit 2 with the one line saying how to install it."""
+    try:
+        import_tritonbench()
+    except TritonbenchUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
 def tritonbench_main(argv: list[str]) -> int:
     """Entry point of ``run.py tritonbench``; returns the exit status."""
     if argv[:1] in (["-h"], ["--help"]):
         print(__doc__)
         return 0
     args = argv[1:] if argv[:1] == ["--"] else argv
+    if not _installed("tritonbench"):
+        import_tritonbench_or_exit()  # says how to install it before anything else
     if _device(args) == "cuda" and not torch.cuda.is_available():
         raise UsageError("tritonbench runs on cuda unless told otherwise and this machine has no CUDA GPU: "
                          "add --device cpu")
     # Before tritonbench imports Triton: on the CPU this turns Triton's interpreter on.
     prepare_backends(_device(args))
-    try:
-        import_tritonbench()
-    except TritonbenchUnavailable as exc:
-        raise UsageError(str(exc)) from None
+    import_tritonbench_or_exit()
     if problem := interpreter_problem(_device(args)):
         raise UsageError(f"{problem}, e.g. TRITON_INTERPRET=1 python run.py tritonbench -- {' '.join(args)}")
     try:

@@ -185,7 +185,8 @@ def _draw_ceiling(ax: Axes, panel: Panel) -> None:
     """The ceiling as a dashed line, labelled above its left end (with its value where it is one)."""
     ax.plot(range(len(panel.shapes)), panel.ceiling, color="0.35", ls="--", lw=1.2, gid="ceiling")
     label = panel.ceiling_label
-    if panel.metric != "latency" and len(set(panel.ceiling)) == 1:
+    one_value = all(math.isclose(c, panel.ceiling[0], rel_tol=1e-9) for c in panel.ceiling)
+    if panel.metric != "latency" and one_value:
         value = panel.ceiling[0]
         label += f" {value:.0f}" if value >= 100 else f" {value:.3g}"
         label += f" {AXIS_LABELS[panel.metric]}"

@@ -17,7 +17,7 @@ from harness.settings import TimerSettings
 from harness.timing import CudaTimer
 
 AUTOTUNE_TIMER_SETTINGS = TimerSettings(warmup_ms=5, rep_ms=25)
-"""A config's budgets, wall time: about 30 ms each, 13 configs at most a key."""
+"""A config's budgets, wall time: about 30 ms each, ``len(TMA_CONFIGS)`` configs at most a key."""
 
 
 @functools.cache

@@ -19,7 +19,7 @@ A tiled kernel computes one output tile ``C[m0:m0+BM, n0:n0+BN]`` per step::
   in shared memory before the dot, so the backward pass needs no copies.
   Operands whose row pitch or base is not 16-byte aligned (e.g. K=4097 in bf16) are first
   copied to a padded-pitch buffer, and outputs always have a padded pitch
-  (:mod:`operators.gemm.alignment`: a [:, :N] view, not contiguous when N is unaligned).
+  (:mod:`operators.gemm.alignment`: a tensor of its own, not contiguous when N is unaligned).
 * ``_matmul_pointer_kernel`` is the fallback for dims smaller than a tile, for exact fp32
   (torch's float32 matmul precision "highest", computed without tensor cores) and for GPUs
   without TMA: masked pointer loads with arbitrary strides, same tile order and epilogue.
@@ -373,12 +373,7 @@ def _run(tuned: triton.runtime.Autotuner, grid, config: triton.Config | None, **
     tuned.fn[grid](**args, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
-# ---------------------------------------------------------------------------------------------
-# Custom ops and autograd
-# ---------------------------------------------------------------------------------------------
-
-
-OPS = define_matmul_ops("opbench", fused_matmul, summed_rows)
+define_matmul_ops("opbench", fused_matmul, summed_rows)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -95,6 +95,8 @@ def test_variant_backends_run_only_when_named(tmp_path: Path) -> None:
         (["--op", "exp", "--precision", "fp64"], "bf16"),
         (["--op", "exp", "--device", "tpu"], "cuda"),
         (["--op", "exp", "--cudagraph"], "--device cuda"),
+        (["--op", "exp", "--device", "cpu", "--l2-flush", "dirty"], "needs --device cuda"),
+        (["--op", "exp", "--no-save", "--output-json", "r.json"], "give one of them"),
         (["--op", "exp", "--num-inputs", "0"], "at least 1"),
         (["--op", "exp", "--repeats", "0"], "at least 1"),
         (["--op", "exp", "--baseline", "nope"], "torch_compile"),

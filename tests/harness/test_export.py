@@ -235,6 +235,13 @@ def test_bad_export_input_is_one_line_exit_2(tmp_path: Path, capsys, args: list[
     assert status == 2 and err == f"run.py: error: {message}\n"
 
 
+def test_export_of_a_mode_the_file_lacks_names_the_modes_it_has(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "run.json"
+    write_json(path, HEADER, [r for r in _records() if r.mode == "bwd"])
+    status, _, err = _export([str(path), "--format", "hud-v3", "--mode", "fwd"], capsys)
+    assert status == 2 and err == f"run.py: error: {path}: no records for mode fwd (it has: bwd)\n"
+
+
 def test_export_of_a_missing_or_corrupt_file_is_one_line_exit_2(tmp_path: Path, capsys) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"header": {')

@@ -133,3 +133,17 @@ def test_the_harness_imports_matplotlib_only_to_plot() -> None:
     shown = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                            timeout=120)
     assert shown.stdout.strip() == "False", shown.stderr
+
+
+def test_a_ceiling_equal_but_for_rounding_is_labelled_with_its_value() -> None:
+    # Per-shape ceilings computed from one bandwidth differ in their last bits.
+    import matplotlib.pyplot as plt
+
+    from harness.report.plot import Panel, _draw_ceiling
+
+    panel = Panel("exp fwd", "gbps", "numel", ["1", "2"], {}, [], [60.71400933378052, 60.714009333780524],
+                  "measured copy")
+    figure, ax = plt.subplots()
+    _draw_ceiling(ax, panel)
+    assert [t.get_text() for t in ax.texts] == ["measured copy 60.7 GB/s"]
+    plt.close(figure)

@@ -51,6 +51,17 @@ def test_an_error_footnote_is_the_one_line_that_says_what_went_wrong() -> None:
     assert "TORCH_USE_CUDA_DSA" not in text
 
 
+def test_a_graph_breaks_error_line_is_dynamos_reason_not_a_traceback_frame() -> None:
+    # Python's carets under a frame of the "from user code" trace are not a compiler's caret.
+    text = ("GraphBreakError: graph break under torch.compile(fullgraph=True): Call to "
+            "`torch._dynamo.graph_break()`\n  Explanation: User-inserted graph break.\n\nfrom user code:\n"
+            '   File "/x/compile_support.py", line 22, in frame\n    return fn(*args, **kwargs)\n'
+            '           ^^^^^^^^^^^^^^^^^^^\n  File "/x/graph_break_exp.py", line 19, in f\n'
+            "    torch._dynamo.graph_break()\n\nSet TORCHDYNAMO_VERBOSE=1 for the internal stack trace")
+    assert error_line(text) == ("GraphBreakError: graph break under torch.compile(fullgraph=True): "
+                                "Call to `torch._dynamo.graph_break()`")
+
+
 def test_a_dead_workers_error_line_is_its_cuda_error_not_an_earlier_warning() -> None:
     stderr = ("/some/lib.py:10: UserWarning: something benign\n"
               "terminate called after throwing an instance of 'c10::AcceleratorError'\n"

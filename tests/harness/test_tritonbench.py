@@ -148,7 +148,16 @@ def test_without_tritonbench_run_py_tritonbench_exits_2_with_one_line() -> None:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without a CUDA GPU")
 def test_without_a_gpu_tritonbench_on_its_default_device_is_refused_naming_device_cpu() -> None:
+    # Without tritonbench that comes first; with it (a stand-in here), the device.
     result = _run_py_without_tritonbench("tritonbench", "--", "--op", "rms_norm")
+    assert result.returncode == 2 and "tritonbench is not installed" in result.stderr
+    probe = ("import importlib.machinery, runpy, sys, types; stand_in = types.ModuleType('tritonbench'); "
+             "stand_in.__spec__ = importlib.machinery.ModuleSpec('tritonbench', None); "
+             "sys.modules['tritonbench'] = stand_in; "
+             "sys.argv = ['run.py', 'tritonbench', '--', '--op', 'rms_norm']; "
+             "runpy.run_path('run.py', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "run.py: error: tritonbench runs on cuda unless told otherwise and this machine has no CUDA "

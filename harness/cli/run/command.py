@@ -30,7 +30,7 @@ from harness.registry import UnknownOperatorError, load_operator, operator_names
 from harness.report.plot import PLOT_METRICS
 from harness.report.results import Record, make_header, python_argv, write_json
 from harness.report.table import ceilings_line, options_line
-from harness.settings import RunSettings, TimerSettings
+from harness.settings import DEFAULT_FLUSH, RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work
 from harness.sweep.in_process import MAX_SEED, MIN_SEED
 from harness.sweep.precompile import precompile
@@ -119,6 +119,10 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     device = _device(args.device)
     if args.cudagraph and device != "cuda":
         raise UsageError("--cudagraph needs --device cuda (CUDA graphs do not exist on the CPU)")
+    if args.l2_flush != DEFAULT_FLUSH and device != "cuda":
+        raise UsageError(f"--l2-flush {args.l2_flush} needs --device cuda (the CPU timer flushes nothing)")
+    if args.no_save and args.output_json is not None:
+        raise UsageError("--no-save keeps no result file and --output-json names one: give one of them")
     if args.cudagraph and Mode.BWD in modes_from(args):
         raise UsageError("--cudagraph cannot replay --mode bwd alone: the retained graph's backward runs "
                          "on its forward's stream, outside the capture (valid: fwd, fwd_no_grad, fwd_bwd)")

@@ -129,7 +129,8 @@ def exit_status(records: list[Record], ending: str, outputs: Outputs) -> int:
         print(f"{len(failed)} cell(s) failed: " + ", ".join(failed[:MAX_LISTED_FAILURES]) + more,
               file=sys.stderr)
         status = 1
-    elif records and not any(r.status == "ok" for r in records):  # none at all: an empty --shard part
+    elif records and not any(r.status == "ok" for r in records):
+        # Every cell skipped: a run that measured nothing fails (an empty --shard part has no records).
         reason = next((r.error for r in records if r.error), "no cells")
         print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
         status = 1
