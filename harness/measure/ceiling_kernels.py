@@ -1,8 +1,8 @@
 """Triton kernels that move each traffic pattern's bytes, the second candidate for every ceiling.
 
 PyTorch's ``copy_``, ``add`` and ``sum`` are not the fastest way to move their bytes: generated
-kernels beat them by up to 1.2% on the H200 (``results/h200/trust/NOTES.md``, ceilings), which
-read as ``pct_peak`` over 100%.  Each ceiling is the faster of PyTorch's kernel and one of these,
+kernels beat them on the H200 and so read as ``pct_peak`` over 100% ("Ceilings" in
+``results/h200/trust/NOTES.md``).  Each ceiling is the faster of PyTorch's kernel and one of these,
 which stream fp32 the way the operators' own kernels do: 1024 elements a program, one 16-byte
 vector a thread, full blocks unmasked.
 """

@@ -123,8 +123,8 @@ def measure_traffic_gbps(device: str, settings: TimerSettings,
     plus bytes written over the median), the best of PyTorch's kernel and, on a GPU, a Triton one.
 
     Timed with plain launches even when the run replays CUDA graphs: a captured ``copy_``
-    becomes a memcpy node that runs on the copy engines (about 2.8 TB/s on the H200, against
-    4.26 TB/s for the copy kernel the backends compete with).
+    becomes a memcpy node that runs on the copy engines, slower than the copy kernel the backends
+    compete with (``results/h200/exp/NOTES.md``, "``--cudagraph`` and ``peak_mem`` on the H200").
     """
     timer = make_timer(device, dataclasses.replace(settings, cudagraph=False))
     return {name: _best_gbps(name, _numel(device), device, timer) for name in patterns}

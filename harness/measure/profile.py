@@ -8,8 +8,8 @@ no spin kernel, so the trace holds only the call's own kernels; each call is the
 
 A GPU kernel's time is the time it adds to the device's busy time (:func:`exposed_times`), not
 its span from start to end: a kernel launched as a programmatic dependent starts while the one
-before it still runs and waits there (rms_norm's ``dw`` sum spans 3-142 us of a 16384x8192
-backward that it adds 3-4 us to: ``results/h200/rms_norm/profile/``).
+before it still runs and waits there, so its span includes that wait (rms_norm's ``dw`` sum:
+``results/h200/rms_norm/NOTES.md``, "Issue 19 evidence").
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ the same element size, so a config's tiles, stages and shared memory stay what w
 
 HALF_SIZE_DTYPES = {"float32": "bfloat16"}
 """The dtype whose stored configs a dtype of twice its element size runs where neither it nor a
-dtype of its own size has one, rather than Helion's default, which is 430x slower than Triton on
-fp32 rms_norm rows 32768 wide (rms_norm NOTES, "fp32 on Helion's default config")."""
+dtype of its own size has one, rather than Helion's default, far slower than Triton on wide fp32
+rms_norm rows (``results/h200/rms_norm/NOTES.md``, "fp32 on Helion's default config")."""
 
 
 @dataclass(frozen=True)

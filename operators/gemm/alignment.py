@@ -1,8 +1,8 @@
 """16-byte aligned row pitches for the gemm kernels' TMA tensor descriptors.
 
 A TMA descriptor needs a 16-byte aligned base address and row pitch; a bf16 (4097, 4097)
-matrix has rows of 8194 bytes, so the kernels would fall back to pointer loads, ~7x slower on
-the H200 (``results/h200/gemm/NOTES.md``).  Instead:
+matrix has rows of 8194 bytes, so the kernels would fall back to pointer loads, several times
+slower (``results/h200/gemm/NOTES.md``, "Second round": padding for TMA).  Instead:
 
 * **Operands** (:func:`aligned_operand`) are copied, only when misaligned, into a tensor whose
   rows are padded to a multiple of 16 bytes (``torch.empty_strided``), with the original shape
@@ -20,8 +20,7 @@ the H200 (``results/h200/gemm/NOTES.md``).  Instead:
   of a leaf comes back in this layout, ``AccumulateGrad`` makes the contiguous copy it would
   make anyway.
 
-Cost: one read and one write of each misaligned operand (``results/h200/gemm/NOTES.md``, second
-round), nothing for aligned ones and for outputs.
+Cost: one read and one write of each misaligned operand, nothing for aligned ones and for outputs.
 """
 
 from __future__ import annotations

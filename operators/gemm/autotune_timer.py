@@ -3,8 +3,8 @@
 is the one the benchmark then finds fastest.
 
 Triton's default, ``triton.testing.do_bench``, flushes L2 by writing a buffer, whose write-back
-then lands in each timed call; at 1000^3 its pick ran 21% slower than the best listed config on
-the benchmark's timer (probe ``matmul_configs``, ``results/h200/gemm/NOTES.md``, session 22).
+then lands in each timed call, and picked configs the benchmark's timer finds slower than the best
+listed one (probe ``matmul_configs`` in ``results/h200/gemm/NOTES.md``).
 It times as a default run does (clean flush, no CUDA graph), whatever the run's own settings.
 """
 

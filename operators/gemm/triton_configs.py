@@ -115,10 +115,9 @@ SKINNY_CONFIGS = (
     split_k_config(128, stages=4, warps=4, tma=True),
     split_k_config(256, stages=3, warps=4, tma=True),
 )
-"""For (16..64) x (32..64) output tiles streaming B: long k-blocks and deep pipelines keep 36 KiB
-or more of loads in flight per SM, its share of HBM's bandwidth x latency (4.8 TB/s x ~1 us /
-132); BK64/s8 leads at 1x4096x4096 and 16x4096x4096, BK128/s3 at 8192x8x8192 (gemm NOTES:
-probe skinny_plans); the TMA configs are timed beside them (gemm NOTES: prediction 40)."""
+"""For (16..64) x (32..64) output tiles streaming B: long k-blocks and deep pipelines keep an SM's
+share of HBM's bandwidth x latency in flight (BK64/s8 and BK128/s3 lead: gemm NOTES, probe
+skinny_plans); the TMA configs are timed beside them (gemm NOTES: prediction 40)."""
 INTERPRETER_SPLIT_K_CONFIGS = (split_k_config(16, stages=2, warps=4, group=2),)
 INTERPRETER_SPLIT_K_TMA_CONFIG = split_k_config(16, stages=2, warps=4, group=2, tma=True)
 """The interpreter's TMA variant, for tests that run it as a given config."""

@@ -10,8 +10,8 @@ parts kernel writes ``out`` itself, ``beta * part[0]`` cast, and the finish is n
 same bits, one launch fewer.
 
 The parts give every SM a few programs even where N is narrow (N = 512 at addmm's reference
-shapes is 4 column blocks): torch's ``grad.sum(0)`` takes 33 us there (gemm NOTES, "The bias
-gradient"), about seven times what reading ``grad`` once costs.  The second kernel adds the parts
+shapes is 4 column blocks), where torch's ``grad.sum(0)`` takes several times what reading ``grad``
+once costs (``results/h200/gemm/NOTES.md``, "The bias gradient").  The second kernel adds the parts
 in a fixed order, so the result is the same bits on every run (no atomics).  Loads are masked
 pointer loads with arbitrary strides and 64-bit offsets: any M, N and layout.
 """

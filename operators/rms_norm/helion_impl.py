@@ -196,7 +196,7 @@ MANY_ROWS_CONFIGS = {"rms_norm_dw_sum": (1024, 2048)}
 """Kernels with a second stored config per width for many rows, as ``(from, tuned on)`` rows
 (partial ``dw`` rows for the sum): from ``from`` rows they take the config stored under the
 width's key plus ``|rows<tuned on>``, when there is one.  The sum's width configs load all 256
-rows they were tuned on at once (22.8 us on 2048 rows, probe 5)."""
+rows they were tuned on at once, slow on 2048 rows (probe 5 in ``results/h200/rms_norm/NOTES.md``)."""
 
 
 def bwd_kernel_names(m: int, n: int, dtype: torch.dtype) -> list[str]:

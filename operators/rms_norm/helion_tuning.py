@@ -25,8 +25,8 @@ TUNING_NUMEL = 2**25
 
 TUNING_MIN_ROWS = 4096
 """Configs are timed on ``max(TUNING_NUMEL // width, TUNING_MIN_ROWS)`` rows: never fewer rows
-than the default sweep's M = 4096 (tuned at 4096 x 32768, the stripe kernel gained 49.1% -> ~56%
-of copy: prediction 2 in NOTES.md)."""
+than the default sweep's M = 4096 (the stripe kernel tuned at 4096 x 32768 ran faster than tuned on
+fewer rows: prediction 2 in NOTES.md)."""
 
 TUNING_PARTIAL_ROWS = 256
 """Partial ``dw`` rows :func:`~operators.rms_norm.helion_impl.rms_norm_dw_sum`'s width configs

@@ -120,7 +120,7 @@ BWD_RULES: tuple[Rule, ...] = (
     Rule(BwdStrategy.PREFETCH, widths=(4096, 4096),
          reason="fp32 rows of other widths: as the aligned ones until measured"),
     Rule(BwdStrategy.PREFETCH, widths=(8192, 8192), dtypes=Dtypes.THIRTY_TWO_BIT,
-         reason="four stages of fp32 rows need 288 KiB of shared memory (NOTES: 87bbb02 review fixes)"),
+         reason="fp32 rows four stages deep overflow sm_90 shared memory (NOTES: 'fp32 rows 8192 wide')"),
     Rule(BwdStrategy.STAGED, widths=(8192, 8192),
          reason="four pipeline stages ran 2.4-2.9 points ahead of the prefetch (probe 23)"),
     Rule(BwdStrategy.KEPT_INPUT, widths=(16384, 16384), dtypes=Dtypes.BF16, min_rows=4096,

@@ -153,7 +153,8 @@ def _rms_norm_bwd_prefetch_kernel(
     Each step issues the loads of its next block (kept in the input dtype) before it reduces and
     stores the current one, so the reduction and the ``dx`` stores overlap the next block's DRAM
     latency without a trip through shared memory.  Precondition: ``programs * BLOCK_M * N < 2**31``
-    (the step is an int32 product; an int64 step ran 5-8% slower: NOTES.md, "A regression found and undone").
+    (the step is an int32 product; an int64 step was part of a measured regression: "A regression
+    found and undone" in ``results/h200/rms_norm/NOTES.md``).
     ``USE_PDL``: let the ``dw`` sum launch early (:func:`let_dw_sum_launch`).
     """
     let_dw_sum_launch(USE_PDL)

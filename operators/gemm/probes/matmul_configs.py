@@ -31,8 +31,9 @@ from operators.gemm.triton_splitk import autotuned_pick
 
 SHAPES = ("20120,512,1536", "20120,1536,512,t", "128,4096,4096", "3000,5000,7000", "1024,1024,1024",
           "1000,1000,1000", "256,256,256")
-"""The reference shape's forward and dX (``,t``: B transposed), then the sweep's forward shapes
-under 0.95x in session 27 (all tiled since prediction 43)."""
+"""The reference shape's forward and dX (``,t``: B transposed), then the tiled forward shapes where
+Triton trails cuBLAS by more than 5% (``results/h100/NOTES.md``, "gemm and addmm, ``fwd``, ``bwd``,
+``fwd_bwd``, ``--repeats 7``")."""
 CONFIGS = {Kernel.TMA: TMA_CONFIGS, Kernel.POINTER: POINTER_CONFIGS, Kernel.GEMV: GEMV_CONFIGS}
 """The tiled and matrix-vector kernels' lists; a split-K plan's list is its regime's (split-K or skinny)."""
 

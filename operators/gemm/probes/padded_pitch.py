@@ -2,13 +2,12 @@
 autotuned config, its operands and output as they come (16-byte pitches) and copied to
 128-byte pitches, against cuBLAS, in one process.
 
-Question: with N = 5000 (10,000-byte rows of B and of the output) the kernel runs at 0.77x
-cuBLAS at 3072x5000x7168 but at 0.94x with N = 5120 (``results/h100/NOTES.md``, session 27,
-the pitch probe).  Does a 128-byte pitch of B, of the output, or of A too, bring it to the
-aligned shape's speed, and does it still pay with B's copy inside the call?  Shapes are matmul
-``(M, N, K)``; ``,t`` reads B through a transposed view (the backward's dX), ``,ta`` reads A
-so (dW).  Each variant is checked against float64
-(:class:`~operators.gemm.probes.common.VariantLog`)::
+Question: with N = 5000 (10,000-byte rows of B and of the output) the kernel trails cuBLAS by far
+more than with N = 5120 (``results/h100/NOTES.md``, "The pitch probe at 3000x5000x7000").  Does a
+128-byte pitch of B, of the output, or of A too, bring it to the aligned shape's speed, and does
+it still pay with B's copy inside the call?  Shapes are matmul ``(M, N, K)``; ``,t`` reads B
+through a transposed view (the backward's dX), ``,ta`` reads A so (dW).  Each variant is checked
+against float64 (:class:`~operators.gemm.probes.common.VariantLog`)::
 
     python -m operators.gemm.probes.padded_pitch --out pitch.json [--shape 3000,5000,7000]
 """

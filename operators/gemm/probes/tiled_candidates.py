@@ -2,13 +2,13 @@
 best templates at each, run on our tiled TMA kernel (persistent and one tile a program) and our
 pointer kernel, whatever our plan picks there, against that pick and cuBLAS, in one process.
 
-Question (session 27): the templates Inductor picked there were missing from our config lists
-(k-blocks of 128 over 64-row tiles, of 16 for K of 16 or less), and at 128x4096x4096 our plan
-split K where Inductor ran whole-K tiles (``results/h100/NOTES.md``, session 27).  Is it the configs, the
-plan, or the kernels' code that trails?  Shapes are matmul ``(M, N, K)``; ``,t`` reads B
-through a transposed view (``grad @ w.T``), ``,ta`` reads A so (``a.T @ grad``).  A TMA variant
-runs only where no block exceeds its dim (a larger TMA box faults).  Each variant is checked
-against float64 (:class:`~operators.gemm.probes.common.VariantLog`)::
+Question: the templates Inductor picked there were missing from our config lists (k-blocks of
+128 over 64-row tiles, of 16 for K of 16 or less), and at 128x4096x4096 our plan split K where
+Inductor ran whole-K tiles (``results/h100/NOTES.md``, "torch_compile beside ours").  Is it the
+configs, the plan, or the kernels' code that trails?  Shapes are matmul ``(M, N, K)``; ``,t``
+reads B through a transposed view (``grad @ w.T``), ``,ta`` reads A so (``a.T @ grad``).  A TMA
+variant runs only where no block exceeds its dim (a larger TMA box faults).  Each variant is
+checked against float64 (:class:`~operators.gemm.probes.common.VariantLog`)::
 
     python -m operators.gemm.probes.tiled_candidates --out tiled.json [--shape 128,4096,4096]
 """

@@ -2,8 +2,8 @@
 
 For each shape this times, in one run and against the copy bandwidth measured at its start:
 the Triton main kernels alone, the whole Triton backward (the partial-``dw`` sum a
-programmatic dependent launch on sm_90+; probe 21 also timed it as a plain launch, which
-bc65cd0 holds), and the backward of each backend as the benchmark times it
+programmatic dependent launch on sm_90+; probe 21 also timed it as a plain launch), and the
+backward of each backend as the benchmark times it
 (``torch.autograd.backward`` on a retained graph, the gradients reset before each call).
 Gradients are checked against float64 in every variant.
 With ``--timeline`` it also prints each kernel of three autograd backwards at the first

@@ -4,7 +4,7 @@ For each shape this times, for the Triton backend, the whole backward, its main 
 alone and its sum of the partial ``dw`` rows; for the Helion backend, its main kernels alone,
 its sum kernel (``rms_norm_dw_sum``) and the Triton sum on Helion's partial rows.  A copy of
 the bytes the model counts is timed as the ceiling (probe 3 also timed the sum's earlier
-tile and the ``torch`` sum Helion's partial rows once took, which bc65cd0 holds)::
+tile and the ``torch`` sum Helion's partial rows once took)::
 
     python -m operators.rms_norm.probes.bwd_parts --out parts.json [--shape M,N]
 """

@@ -5,7 +5,7 @@ a 64-bit share cell a row before its partners need it (probe 18; ``row_split`` p
 each shape this times, main kernels alone and whole (with the partial-``dw`` sum), the
 default plan, row-split plans of each part width and warps, and for rows wider than 16384
 the two-pass backward, beside a copy of the same bytes; ``dx`` and ``dw`` are checked
-against float64 (the probe's variants that kept copies of removed kernels are in bc65cd0)::
+against float64 (its variants of removed kernels: NOTES, "Probe scripts moved next to the kernels")::
 
     python -m operators.rms_norm.probes.bwd_row_split --out row_split.json [--shape M,N]
 """

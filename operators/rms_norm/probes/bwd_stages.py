@@ -1,10 +1,10 @@
 """Triton's one-pass backward with its row loop pipelined three and four stages deep, against
 the default plans at 4096 and 8192 wide, and the kept-input kernel at 16384 wide on a
 persistent grid, pipelined (added after probe 26, where Helion's kernel of that shape ran
-6% ahead of it); with ``--narrow``, one row a step against blocks of rows at 1024 and 2048
+ahead of it); with ``--narrow``, one row a step against blocks of rows at 1024 and 2048
 wide (prediction 27).
 
-Helion's 8192-wide backward ran 6% faster with one row a step and a three-stage inner loop
+Helion's 8192-wide backward ran faster with one row a step and a three-stage inner loop
 (probe 22), a depth the Triton plans had never been timed at (probe 7 stopped at two).  For
 each shape this times every candidate :class:`BwdPlan`'s main kernel alone and whole (with
 the partial-``dw`` sum), against the copy bandwidth measured at the start, with ``dx`` and

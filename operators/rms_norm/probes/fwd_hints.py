@@ -6,7 +6,8 @@ the timed kernel's own lines evict, and so write back inside its timed window.  
 this times, with that flush and with the timer's clean one (a read-only pass, so the
 write-back happens before the timed window), a copy of the same bytes and Triton's default
 forward; ``y`` and ``rstd`` are checked against float64 (probe 31 also timed a copy of the
-looped kernel with hints on its ``y`` stores, which bc65cd0 holds)::
+looped kernel with hints on its ``y`` stores, since removed: NOTES, "Probe scripts moved next to
+the kernels")::
 
     python -m operators.rms_norm.probes.fwd_hints --out fwd_hints.json [--shape M,N]
 """

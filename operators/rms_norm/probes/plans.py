@@ -6,8 +6,8 @@ or two-pass backward), checks each result against a float32 reference, and times
 ``dst.copy_(src)`` over the bytes the operator's model counts, so each plan is read against
 the copy at its own size as well as against large-copy bandwidth.  The forward also times
 Helion's kernel with its stored config, the same-run reference for the Triton plans.  Writes
-one JSON record per timing and prints the best plans (the one-row candidates were the
-fixed-width kernel until session 8 removed it; they are now looped plans, probe 30)::
+one JSON record per timing and prints the best plans (the one-row candidates are looped plans,
+probe 30)::
 
     python -m operators.rms_norm.probes.plans --out probe.json --budget-s 200 [--shape M,N] [--mode bwd]
 """
