@@ -38,42 +38,32 @@ commits).
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from tabulate import tabulate
 
-from harness.cli.args import OneLineParser, UsageError, check_writable
+from harness.cli.args import OneLineParser, UsageError, argparse_type, check_writable, positive_float
 from harness.compare.files import CompareInputError, check_compatible, load
 from harness.compare.summary import COLUMNS, failing_verdicts, markdown, summary, table_rows
 from harness.compare.verdicts import Settings, judge, noisy_share, noisy_shifts
+from harness.operator import finite_number
 from harness.report.results import atomic_write
 
 
 def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
+    value = finite_number(text)
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number greater than 0 and less than 1, got {text!r}")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text!r}")
+        raise ValueError(f"expected a number greater than 0 and less than 1, got {text!r}")
     return value
 
 
 def _sample_count(text: str) -> int:
     if not text.isdigit() or int(text) < 100:
-        raise argparse.ArgumentTypeError(f"expected an integer of at least 100, got {text!r}")
+        raise ValueError(f"expected an integer of at least 100, got {text!r}")
     return int(text)
+
+
+fraction, sample_count = argparse_type(_fraction), argparse_type(_sample_count)
 
 
 def build_parser() -> OneLineParser:
@@ -82,21 +72,21 @@ def build_parser() -> OneLineParser:
     add = parser.add_argument
     add("files", type=Path, nargs="+", metavar="FILE",
         help="the baseline run(s), e.g. results/baselines/h200/..., then the run under test")
-    add("--threshold", type=_fraction, default=0.05,
+    add("--threshold", type=fraction, default=0.05,
         help="relative change that counts, for cells of 20 us or more (default 0.05 = 5%%)")
-    add("--small-threshold", type=_fraction, default=0.10,
+    add("--small-threshold", type=fraction, default=0.10,
         help="relative change that counts, for cells under 20 us (default 0.10)")
-    add("--noise", type=_fraction, default=0.10,
+    add("--noise", type=fraction, default=0.10,
         help="largest spread of a side's repeat medians (half p20-p80 over the median) that still "
              "gets the tested verdicts; above it the cell is noisy (default 0.10)")
-    add("--noisy-threshold", type=_positive, default=0.25,
+    add("--noisy-threshold", type=positive_float, default=0.25,
         help="relative change that fails (or improves) a noisy or flagged cell (default 0.25)")
-    add("--run-noise", type=_fraction, default=0.01,
+    add("--run-noise", type=fraction, default=0.01,
         help="run-to-run variation between separate runs of the same code (default 0.01, measured on "
              "the H200: README)")
-    add("--max-noisy", type=_fraction, default=0.25,
+    add("--max-noisy", type=fraction, default=0.25,
         help="the gate fails when more than this share of the cells is noisy (default 0.25)")
-    add("--bootstrap-samples", type=_sample_count, default=10_000,
+    add("--bootstrap-samples", type=sample_count, default=10_000,
         help="bootstrap resamples for the 95%% CI of the ratio (default 10000)")
     add("--markdown", type=Path, metavar="FILE", help="also write a markdown summary for a PR comment")
     add("--fail-on-missing", action="store_true",

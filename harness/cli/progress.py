@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -23,6 +24,7 @@ from harness.sweep.spec import CellEvent
 
 
 def cell_label(event: CellEvent) -> str:
+    """A cell as progress lines name it: ``exp fwd 65536 triton``."""
     shape = "x".join(map(str, event.shape))
     return f"{event.op} {event.mode} {shape} {event.backend}"
 
@@ -30,7 +32,7 @@ def cell_label(event: CellEvent) -> str:
 class ProgressDisplay:
     """Counts finished cells of ``total``; a context manager that starts and stops the display."""
 
-    def __init__(self, total: int, stream=None, prefix: str = ""):
+    def __init__(self, total: int, stream: TextIO | None = None, prefix: str = ""):
         self.total, self.done, self.prefix = total, 0, prefix
         self.stream = stream or sys.stderr
         self.start = time.monotonic()

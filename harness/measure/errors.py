@@ -29,7 +29,7 @@ def context_lost(device: str, text: str) -> bool:
         return False
     try:
         torch.cuda.synchronize()
-    except Exception:  # noqa: BLE001 - any failure to synchronize means the context is gone
+    except Exception:  # any failure to synchronize means the context is gone
         return True
     return False
 

@@ -147,7 +147,7 @@ class ShapeRun:
             self.check_unchanged(self.cells[name])
             if self.op.device == "cuda" and "peak_mem" in self.sweep.needs:
                 self.measurements[name].peak_mem_bytes = peak_memory(cell)
-        except Exception as exc:  # noqa: BLE001 - any backend failure becomes that cell's error
+        except Exception as exc:  # any backend failure becomes that cell's error
             self.cells.pop(name, None)
             self.failed(name, error_text(exc))
 
@@ -164,7 +164,7 @@ class ShapeRun:
         try:
             built.checks.extend(time_cell(self.op, self.mode, built.cell, given.diff, given.reference,
                                           self.tolerance, measurement, self.timers))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.  Nor is it accurate: a call of
             # it returned no result.
@@ -194,7 +194,7 @@ class ShapeRun:
         try:
             kernels = profile_cell(built.cell, self.op.device, trace)
             self.measurements[name].kernels = with_work(kernels, self.op, self.shape, self.mode)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.failed(name, f"profiling failed: {error_text(exc)}")
 
     def check_on_fresh_inputs(self, name: str, built: BuiltCell) -> None:
@@ -203,7 +203,7 @@ class ShapeRun:
         try:
             again = check_again(self.op, self.mode, built.cell, given.fresh, given.diff,
                                 given.fresh_reference, self.tolerance)
-        except Exception as exc:  # noqa: BLE001 - the cell's accuracy fails with the reason
+        except Exception as exc:  # the cell's accuracy fails with the reason
             built.checks.append(_failure(f"check after timing failed: {error_line(error_text(exc))}"))
             self.failed(name, f"check after timing failed: {error_text(exc)}")
             return
@@ -264,7 +264,7 @@ def measure_in_process(sweep: Sweep, shape: Shape, names: list[str]) -> Iterator
     """Measure backends ``names`` on one shape in this process, yielding each finished cell."""
     try:
         given = _shape_inputs(sweep, shape)
-    except Exception as exc:  # noqa: BLE001 - reported on every cell of the shape
+    except Exception as exc:  # reported on every cell of the shape
         for name in names:
             yield name, Measurement(), f"inputs or reference failed: {error_text(exc)}"
         return

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from harness.error_line import error_line
 from harness.report.results import Record
+from harness.report.table import x_label
 from harness.sweep.continuation import ShapeWork, Supervision, continue_in_workers
 from harness.sweep.spec import CellEvent, Sweep
 
@@ -36,10 +37,6 @@ class PrecompileOutcome:
     cells: int
     done: int = 0
     problems: list[str] = field(default_factory=list)
-
-
-def _label(x_val: object) -> str:
-    return "x".join(map(str, x_val)) if isinstance(x_val, list | tuple) else str(x_val)
 
 
 def precompile(sweeps: list[Sweep], workers: int,
@@ -71,7 +68,7 @@ def precompile(sweeps: list[Sweep], workers: int,
 
         def failed(records: list[Record]) -> None:
             with lock:
-                outcome.problems += [f"{r.op} {r.mode} {_label(r.x_val)} {r.backend}: {error_line(r.error)}"
+                outcome.problems += [f"{r.op} {r.mode} {x_label(r.x_val)} {r.backend}: {error_line(r.error)}"
                                      for r in records if r.status == "error" and r.metric == "accuracy"]
 
         def stop() -> bool:

@@ -57,7 +57,7 @@ def tune_job(job: TuningJob, timer: CandidateTimer) -> tuple[dict | None, list[s
         bound.set_config(bound.config_spec.default_config())
         returned = _outputs(bound(*args))
         reference = [tensor.clone() for tensor in returned]
-    except Exception as exc:  # noqa: BLE001 - then candidates are timed unchecked, and the log says so
+    except Exception as exc:  # then candidates are timed unchecked, and the log says so
         returned, reference = [], None
         log.append(f"  default config failed ({type(exc).__name__}): candidates are not checked")
     # Outputs written into argument buffers are poisoned before each candidate, so a
@@ -72,7 +72,7 @@ def tune_job(job: TuningJob, timer: CandidateTimer) -> tuple[dict | None, list[s
             why = None if reference is None else _disagreement(_outputs(bound(*args)), reference)
             if why is None:
                 ms = timer.measure(lambda: bound(*args)).p50
-        except Exception as exc:  # noqa: BLE001 - a candidate that fails is skipped
+        except Exception as exc:  # a candidate that fails is skipped
             why = f"failed ({type(exc).__name__}: {str(exc)[:120]})"
         if why is not None:
             log.append(f"  {config}: {why}")

@@ -1,4 +1,4 @@
-"""Fixtures of the rms_norm tests.  Nothing here imports triton at import time: the root
+"""Fixtures of the operator tests.  Nothing here imports triton at import time: the root
 conftest turns Triton's interpreter on after the conftest files are loaded."""
 
 from __future__ import annotations
@@ -30,3 +30,12 @@ def narrow_bwd_rules(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int]
 
     yield narrow
     clear_caches()
+
+
+@pytest.fixture(scope="module")
+def allow_tf32() -> Iterator[None]:
+    """fp32 matmuls may use TF32 for a whole module (:func:`tests.helpers.tf32_allowed`)."""
+    from tests.helpers import tf32_allowed
+
+    with tf32_allowed():
+        yield

@@ -13,17 +13,14 @@ import torch  # noqa: E402
 from operators.gemm import triton_configs, triton_dispatch, triton_gemv, triton_impl  # noqa: E402
 from operators.gemm.strategy import Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
-from tests.helpers import CountedLaunches, tf32_allowed  # noqa: E402
+from tests.helpers import CountedLaunches  # noqa: E402
 from tests.operators.gemm_helpers import assert_close, check, h200_plan, randn  # noqa: E402
 
 TOL = {torch.float32: 1e-5, torch.float16: 2e-3}
 """Of the output's largest magnitude: fp16 rounds the output itself."""
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _allow_tf32():
-    with tf32_allowed():
-        yield
+pytestmark = pytest.mark.usefixtures("allow_tf32")
 
 
 @pytest.fixture

@@ -39,10 +39,7 @@ IMPLS = {"triton": triton_impl, "helion": helion_impl}
 SHAPES = [(37, 45, 29), (64, 48, 80)]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _allow_tf32():
-    with tf32_allowed():
-        yield
+pytestmark = pytest.mark.usefixtures("allow_tf32")
 
 
 @pytest.mark.parametrize("impl", IMPLS)

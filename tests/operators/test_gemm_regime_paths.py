@@ -20,7 +20,6 @@ import torch  # noqa: E402
 
 from operators.gemm import helion_dispatch, helion_impl, helion_ops, triton_dispatch, triton_impl  # noqa: E402
 from operators.gemm.strategy import Regime  # noqa: E402
-from tests.helpers import tf32_allowed  # noqa: E402
 from tests.operators.gemm_helpers import (  # noqa: E402
     REGIME_CASES,
     RegimePlan,
@@ -53,10 +52,7 @@ BACKENDS = {
 DTYPES = [torch.float32, torch.float16]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _allow_tf32():
-    with tf32_allowed():
-        yield
+pytestmark = pytest.mark.usefixtures("allow_tf32")
 
 
 @pytest.fixture(params=list(BACKENDS))

@@ -24,14 +24,10 @@ from operators.gemm import strategy, triton_configs, triton_dispatch, triton_imp
 from operators.gemm.operator import GemmOperator  # noqa: E402
 from operators.gemm.strategy import GPU_LIMITS, Regime  # noqa: E402
 from operators.gemm.triton_dispatch import Kernel, Plan  # noqa: E402
-from tests.helpers import run_compiling, tf32_allowed  # noqa: E402
+from tests.helpers import run_compiling  # noqa: E402
 from tests.operators.gemm_helpers import H200_SMS, REGIME_CASES, assert_close, h200_plan  # noqa: E402
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _allow_tf32():
-    with tf32_allowed():
-        yield
+pytestmark = pytest.mark.usefixtures("allow_tf32")
 
 
 # ---------------------------------------------------------------------------------------------
