@@ -1,4 +1,5 @@
-"""Result records, the run header, and atomic JSON/CSV writers and readers.
+"""Result records and atomic JSON/CSV writers and readers (the run header is
+:mod:`harness.report.run_header`'s).
 
 A result file is ``{"schema": 1, "header": {...}, "records": [...]}``: one long-format
 record per (op, mode, dtype, x_val, backend, metric).  Values are numbers or null, never
@@ -11,24 +12,16 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import datetime as dt
 import io
 import json
 import math
 import os
-import platform
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from harness.metrics.table import METRICS
-from harness.report.source_digest import source_digest
 
 SCHEMA_VERSION = 1
 BELOW_FLOOR = "below_physical_floor"
@@ -76,75 +69,6 @@ def _finite_or_none(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite_or_none(v) for v in value]
     return value
-
-
-def _package_version(name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def _git_commit() -> str | None:
-    """The checked-out commit; ``OPBENCH_GIT_COMMIT`` names it where the tree has no git history."""
-    if os.environ.get("OPBENCH_GIT_COMMIT"):
-        return os.environ["OPBENCH_GIT_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-            cwd=Path(__file__).resolve().parent,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and len(commit) == 40 else None
-
-
-def _cpu_model() -> str | None:
-    """The CPU's model name from ``/proc/cpuinfo`` (Linux), e.g. ``AMD EPYC 9654``."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            names = (line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-            return next(names, None)
-    except OSError:
-        return None
-
-
-def make_header(device: str, argv: list[str], device_facts: dict[str, Any]) -> dict[str, Any]:
-    """The run header: when, which code, which machine and versions, which command."""
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        device_name = props.name
-        driver = _nvidia_driver()
-    else:
-        device_name = _cpu_model() or platform.processor() or platform.machine()
-        driver = None
-    return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
-        "source_digest": source_digest(),
-        "device": device,
-        "device_name": device_name,
-        "driver": driver,
-        "cuda": torch.version.cuda,
-        "torch": torch.__version__,
-        "triton": _package_version("triton"),
-        "helion": _package_version("helion"),
-        "python": platform.python_version(),
-        "command": " ".join(argv),
-        **device_facts,
-    }
-
-
-def _nvidia_driver() -> str | None:
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
 
 
 def _read_umask() -> int:
@@ -287,7 +211,3 @@ def csv_text(header_row: list[str], rows: list[list[Any]], delimiter: str = ",")
 def write_csv(path: Path, header_row: list[str], rows: list[list[Any]], delimiter: str = ",") -> None:
     """Write a table as CSV atomically."""
     atomic_write(path, csv_text(header_row, rows, delimiter))
-
-
-def python_argv() -> list[str]:
-    return [Path(sys.argv[0]).name, *sys.argv[1:]]

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness.report.results import make_header
+from harness.report.run_header import make_header
 from harness.report.source_digest import source_digest
 
 

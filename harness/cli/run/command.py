@@ -28,7 +28,8 @@ from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
 from harness.report.plot import PLOT_METRICS
-from harness.report.results import Record, make_header, python_argv, write_json
+from harness.report.results import Record, write_json
+from harness.report.run_header import make_header, python_argv
 from harness.report.table import ceilings_line, options_line
 from harness.settings import DEFAULT_FLUSH, RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work

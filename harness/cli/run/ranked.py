@@ -16,7 +16,8 @@ from harness.measure.ceilings import measure_ceilings
 from harness.measure.records import Baseline, cell_records
 from harness.metrics.cell_data import Measurement
 from harness.operator import DTYPE_NAMES
-from harness.report.results import Record, make_header, python_argv, write_json
+from harness.report.results import Record, write_json
+from harness.report.run_header import make_header, python_argv
 from harness.report.table import ceilings_line
 from harness.settings import RunSettings
 from harness.sweep.continuation import ShapeWork, Supervision, continue_in_workers
