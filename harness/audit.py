@@ -1,17 +1,21 @@
-"""The audit of timed samples: what a timed call reads changes between samples, and one measured
-sample, chosen at random, is kept for the check against the float64 reference of what it read.
+"""The audit of timed samples: what a timed call reads changes between samples, and one sample,
+chosen at random, is kept for the check against the float64 reference of what it read.
 
-Before every sample, outside its timed window, :data:`VARIED_ELEMENTS` elements of each tensor the
-call reads get the values of other random elements of the same tensor, written through an alias
-that shares the tensor's storage but not its version counter.  A backend cannot see the change
-without reading its inputs: a result cached on their identity, their version counters or a few
-of their elements goes stale, and one cached on their whole contents must read them all before
-every call.  One measured sample (never the first) is chosen with the operating system's
-randomness; before it, the previous sample's results (where they share no storage with what the
-call reads: a CUDA graph's outputs, a backend's own buffer) and the allocator's free blocks are
-filled with NaN, and what the call reads is copied; after its end event, the device is
-synchronized and its results are copied.  When the timer is done the varied elements get their
-first values back.
+Before every sample, outside its timed window and alike for every sample:
+
+- :data:`VARIED_ELEMENTS` random elements of each floating-point tensor the call reads get the
+  values of other random elements of its first values, written through :func:`silent_alias` (the
+  tensor's storage, not its version counter).  A backend cannot see the change without reading
+  its inputs: a result cached on their identity, their version counters or a few of their
+  elements goes stale, and one cached on their whole contents must read them all every call.
+- The previous sample's results (where they share no storage with what the call reads: a CUDA
+  graph's outputs, a backend's own buffer) and the allocator's free blocks of the results' sizes
+  are filled with NaN: every call must write all of its results.
+
+One sample of those the timer arms the audit for (never the first) is chosen with the operating
+system's randomness; after its end event the device is synchronized and its results are copied.
+When the timer is done, what that call read is rebuilt from the first values and the moves, and
+the varied elements get their first values back.
 """
 
 from __future__ import annotations
@@ -33,9 +37,16 @@ Collect = Callable[[object], tuple[Results, str | None]]
 cannot be compared (None: they can); it may raise for a malformed return value."""
 
 
+def silent_alias(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor over ``tensor``'s storage, with its offset, shape and strides, whose writes leave
+    ``tensor``'s version counter (what autograd and a cache keyed on it read) as it was."""
+    return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
+        tensor.untyped_storage(), tensor.storage_offset(), tensor.shape, tensor.stride())
+
+
 @dataclass
 class AuditedSample:
-    """What one timed call read (copies of the varied tensors, before it) and returned (copies)."""
+    """What one timed call read (the read tensors' values then) and returned (copies)."""
 
     read: list[torch.Tensor]
     results: Results
@@ -43,59 +54,77 @@ class AuditedSample:
 
 
 class _Variation:
-    """Moves of values between random elements of one tensor, and the way back to its first values."""
+    """Moves of first values to random elements of one tensor, and the way back to its first values."""
 
     def __init__(self, tensor: torch.Tensor):
-        self.alias = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
-            tensor.untyped_storage(), tensor.storage_offset(), tensor.shape, tensor.stride())
+        self.alias = silent_alias(tensor)
         self.first = tensor.detach().clone()
         self.generator = torch.Generator(device=tensor.device).manual_seed(secrets.randbits(62))
-        self.drawn: list[tuple[torch.Tensor, ...]] = []
-        self.pending: list[tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = []
+        self.to: list[torch.Tensor] = []
+        self.source: list[torch.Tensor] = []
+        """Flat positions, a (CHUNK, VARIED_ELEMENTS) tensor a chunk of steps."""
+        self.indices: list[tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]] = []
+        self.steps = 0
 
     def _draw(self) -> None:
-        def positions() -> tuple[torch.Tensor, ...]:
-            flat = torch.randint(self.alias.numel(), (CHUNK, VARIED_ELEMENTS), generator=self.generator,
-                                 device=self.alias.device)
-            return torch.unravel_index(flat, self.alias.shape)
-
-        to, source = positions(), positions()
-        self.drawn.append(to)
-        self.pending = [(tuple(t[i] for t in to), tuple(s[i] for s in source)) for i in range(CHUNK)]
+        for drawn in (self.to, self.source):
+            drawn.append(torch.randint(self.alias.numel(), (CHUNK, VARIED_ELEMENTS), generator=self.generator,
+                                       device=self.alias.device))
+        shape = self.alias.shape
+        self.indices.append((torch.unravel_index(self.to[-1], shape),
+                             torch.unravel_index(self.source[-1], shape)))
 
     def step(self) -> None:
-        if not self.pending:
+        chunk, row = divmod(self.steps, CHUNK)
+        if chunk == len(self.to):
             self._draw()
-        to, source = self.pending.pop()
+        to, source = self.indices[chunk]
         with torch.no_grad():
-            self.alias[to] = self.alias[source]
+            self.alias[tuple(t[row] for t in to)] = self.first[tuple(s[row] for s in source)]
+        self.steps += 1
+
+    def state(self, steps: int) -> torch.Tensor:
+        """The tensor's values after its first ``steps`` steps (contiguous): each moved element holds
+        the first value its last move gave it."""
+        first = self.first.contiguous().view(-1)
+        values = first.clone()
+        if steps:
+            to = torch.cat([t.view(-1) for t in self.to])[:steps * VARIED_ELEMENTS]
+            source = torch.cat([s.view(-1) for s in self.source])[:steps * VARIED_ELEMENTS]
+            moved, which = torch.unique(to, return_inverse=True)
+            order = torch.arange(to.numel(), device=to.device)
+            last = torch.full_like(moved, -1).scatter_reduce(0, which, order, "amax")
+            values[moved] = first[source[last]]
+        return values.view(self.first.shape)
 
     def restore(self) -> None:
         with torch.no_grad():
-            for to in self.drawn:
+            for to, _ in self.indices:
                 self.alias[to] = self.first[to]
 
 
 class SampleAudit:
-    """Varies ``read`` before every sample a timer takes and keeps one sample of those it is
-    :meth:`arm`-ed for (:class:`AuditedSample`, in :attr:`sample`).
+    """Varies ``read`` and poisons before every sample a timer takes, and keeps one sample of
+    those it is :meth:`arm`-ed for (:meth:`end` gives it).
 
     ``collect`` gives a call's results; ``poison_free`` NaN-fills the allocator's free blocks of the
     results' sizes; ``poison_results`` NaN-fills results that share no storage with what is read;
-    ``synchronize`` waits for the device.
+    ``synchronize`` waits for the device.  ``last`` are the results of the call before the timer's
+    first, poisoned before it as any sample's previous results are.
     """
 
     def __init__(self, read: Sequence[torch.Tensor], collect: Collect, poison_free: Callable[[], None],
                  poison_results: Callable[[Results, Sequence[torch.Tensor]], None],
-                 synchronize: Callable[[], None]):
+                 synchronize: Callable[[], None], last: Results = ()):
         self.read = list(read)
-        self.variations = [_Variation(t) for t in self.read if t.is_floating_point() and t.numel() > 1]
+        self.variations = {i: _Variation(t) for i, t in enumerate(self.read)
+                           if t.is_floating_point() and t.numel() > 1}
         self.collect, self.poison_free, self.poison_results = collect, poison_free, poison_results
         self.synchronize = synchronize
         self.countdown: int | None = None
-        self.previous: Results = ()
-        self.seen: list[torch.Tensor] = []
-        self.sample: AuditedSample | None = None
+        self.previous = last
+        self.audited_steps: dict[int, int] | None = None
+        self.kept: tuple[Results, str | None] | None = None
 
     def arm(self, count: int) -> None:
         """Keep one of the next ``count`` samples (at least 2), chosen at random, not the first."""
@@ -103,29 +132,34 @@ class SampleAudit:
 
     def before(self) -> None:
         """Before a sample's call, outside its timed window."""
-        for variation in self.variations:
+        for variation in self.variations.values():
             variation.step()
+        self.poison_results(self.previous, self.read)
+        self.previous = ()
+        self.poison_free()
         if self.countdown == 0:
-            self.poison_results(self.previous, self.read)
-            self.previous = ()
-            self.poison_free()
-            self.seen = [t.detach().clone() for t in self.read]
+            self.audited_steps = {i: variation.steps for i, variation in self.variations.items()}
 
     def after(self, result: object) -> None:
         """After a sample's end event, with what its call returned."""
-        if self.countdown is None:
-            return
-        if self.countdown == 1:
-            self.previous = self.collect(result)[0]
-        elif self.countdown == 0:
+        results, problem = self.collect(result)
+        if self.countdown == 0:
             self.synchronize()
-            results, problem = self.collect(result)
-            copies = tuple(None if r is None else r.detach().clone() for r in results)
-            self.sample = AuditedSample(self.seen, copies, problem)
-            self.synchronize()
-        self.countdown -= 1
+            self.kept = (tuple(None if r is None else r.detach().clone() for r in results), problem)
+        self.previous = results
+        if self.countdown is not None:
+            self.countdown -= 1
 
-    def restore(self) -> None:
-        """Give the varied elements their first values back."""
-        for variation in self.variations:
+    def end(self) -> AuditedSample | None:
+        """After the timer: the kept sample, with what it read rebuilt; the last results are poisoned
+        (a later call must write its own) and the varied elements get their first values back."""
+        self.poison_results(self.previous, self.read)
+        self.previous = ()
+        sample = None
+        if self.audited_steps is not None and self.kept is not None:
+            read = [self.variations[i].state(self.audited_steps[i]) if i in self.variations
+                    else t.detach().clone() for i, t in enumerate(self.read)]
+            sample = AuditedSample(read, *self.kept)
+        for variation in self.variations.values():
             variation.restore()
+        return sample

@@ -11,10 +11,10 @@ between its kernels.
 
 CPU: ``time.perf_counter`` around each call.
 
-Given a :class:`~harness.audit.SampleAudit`, the CUDA and CPU timers vary what the call
-reads before every sample and let the audit keep one measured sample for the check, all outside
-the timed windows; the wall timer makes one more audited batch of two calls after its measured
-ones, untimed.
+Given a :class:`~harness.audit.SampleAudit`, the CUDA and CPU timers let it vary what the call
+reads and poison its last results before every sample, and keep one measured sample for the
+check, all outside the timed windows; the wall timer makes one more audited batch of two calls
+after its measured ones, untimed (its own batches would time the audit's host work).
 
 :class:`WallTimer` (the ``walltime`` metric) measures host time instead: batches of calls back to
 back, the device synchronized once at the end of each batch, no flush and no spin kernel.

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from harness.audit import AuditedSample, Results, SampleAudit
+from harness.audit import AuditedSample, Results, SampleAudit, silent_alias
 from harness.measure.accuracy import compare_all
 from harness.metrics.cell_data import AccuracyResult, Measurement
 from harness.notes import collecting
@@ -221,24 +221,29 @@ def call_results(mode: Mode, outputs: tuple[torch.Tensor, ...], inputs: Sequence
 
 def undifferentiable_output(cell: Cell, outputs: tuple[torch.Tensor, ...]) -> str | None:
     """Why a training forward's outputs cannot be differentiated (a floating-point output with no
-    autograd graph), or None; only for a cell that :attr:`~Cell.trains`."""
+    autograd graph that is not an input itself), or None; only for a cell that :attr:`~Cell.trains`."""
     if not cell.trains:
         return None
     for i, output in enumerate(outputs):
-        if output.is_floating_point() and output.grad_fn is None:
+        if (output.is_floating_point() and output.grad_fn is None
+                and not any(output is given for given in cell.inputs)):
             return (f"output[{i}] has no autograd graph: fwd times a training forward (a backend "
                     "without a backward is registered fwd_only)")
     return None
 
 
 def foreign_result(results: Results, device: str) -> str | None:
-    """Why a result is not a plain tensor on the operator's device (a subclass could compute when
-    read, a host tensor hides its work from device timing), or None."""
+    """Why a result is not a plain tensor on the operator's device, the current GPU on CUDA (a
+    subclass could compute when read; a host tensor or another GPU's hides its work from the
+    timer), or None."""
+    expected = torch.device(device)
+    if expected.type == "cuda" and expected.index is None:
+        expected = torch.device("cuda", torch.cuda.current_device())
     for i, result in enumerate(results):
         if result is not None and type(result) is not torch.Tensor:
             return f"result {i} is a {type(result).__name__}, not a torch.Tensor"
-        if result is not None and result.device.type != torch.device(device).type:
-            return f"result {i} is on {result.device}, not {device}"
+        if result is not None and result.device != expected:
+            return f"result {i} is on {result.device}, not {expected}"
     return None
 
 
@@ -264,7 +269,7 @@ def poison_unread(tensors: Sequence[torch.Tensor | None], read: Sequence[Any]) -
         for tensor in tensors:
             if (tensor is not None and tensor.is_floating_point()
                     and tensor.untyped_storage().data_ptr() not in shared):
-                tensor.fill_(float("nan"))
+                silent_alias(tensor).fill_(float("nan"))
 
 
 def sample_audit(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int],
@@ -276,8 +281,9 @@ def sample_audit(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int],
         results = call_results(mode, outputs, cell.inputs, diff)
         return results, foreign_result(results, op.device) or undifferentiable_output(cell, outputs)
 
+    last = call_results(mode, cell.first_outputs, cell.inputs, diff)  # the first call's, or the last timing's
     return SampleAudit(cell.read(), collect, lambda: poison_free_blocks(reference, op.dtype), poison_unread,
-                       lambda: synchronize(op.device))
+                       lambda: synchronize(op.device), last)
 
 
 def check_audited(op: BenchmarkOperator, mode: Mode, cell: Cell, sample: AuditedSample, diff: list[int],
@@ -310,11 +316,12 @@ def snapshot(inputs: Sequence[Any]) -> list[tuple[int, torch.Tensor]]:
 
 
 def refill(inputs: Sequence[Any], fresh: Sequence[Any]) -> None:
-    """Copy the fresh inputs' values into the cell's own input tensors, in place."""
+    """Copy the fresh inputs' values into the cell's own input tensors, in place, leaving their
+    version counters as they were (as the audit's moves do)."""
     with torch.no_grad():
         for x, new in zip(inputs, fresh, strict=True):
             if isinstance(x, torch.Tensor):
-                x.copy_(new)
+                silent_alias(x).copy_(new)
 
 
 def check_again(op: BenchmarkOperator, mode: Mode, cell: Cell, fresh: Sequence[Any], diff: list[int],
@@ -343,21 +350,20 @@ def peak_memory(cell: Cell) -> int:
 
 
 def time_cell(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], reference: Reference,
-              tolerance: Tolerance, measurement: Measurement,
-              timers: dict[str, Timer]) -> list[AccuracyResult]:
+              measurement: Measurement, timers: dict[str, Timer]) -> list[AuditedSample]:
     """One independent timing of the cell (one repeat) by each timer (kind -> timer), appended to
     ``measurement.timings`` in the order given (the device timer's first, so the wall timer never
-    runs between its flushes); returns the check of each timing's audited sample."""
-    checks = []
+    runs between its flushes); returns each timing's audited sample (:func:`check_audited`)."""
+    samples = []
     for kind, timer in timers.items():
         audit = sample_audit(op, mode, cell, diff, reference)
         try:
             stats = timer.measure(cell.timed, cell.setup, audit)
         finally:
-            audit.restore()
+            sample = audit.end()
         measurement.timings.setdefault(kind, []).append(stats)
-        if audit.sample is None:
+        if sample is None:
             raise RuntimeError(f"the {kind} timer kept no audited sample")
-        checks.append(check_audited(op, mode, cell, audit.sample, diff, tolerance))
-    return checks
+        samples.append(sample)
+    return samples
 

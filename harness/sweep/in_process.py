@@ -26,6 +26,7 @@ from harness.measure.cell import (
     build_cell,
     changed_inputs,
     check_again,
+    check_audited,
     check_call,
     compute_reference,
     peak_memory,
@@ -162,8 +163,8 @@ class ShapeRun:
         """One repeat of the cell's timing, and the checks of its audited samples."""
         measurement, built, given = self.measurements[name], self.cells[name], self.given
         try:
-            built.checks.extend(time_cell(self.op, self.mode, built.cell, given.diff, given.reference,
-                                          self.tolerance, measurement, self.timers))
+            samples = time_cell(self.op, self.mode, built.cell, given.diff, given.reference, measurement,
+                                self.timers)
         except Exception as exc:
             # A cell whose timing failed in any repeat has no latency: the repeats it finished
             # would pass for a healthy cell with fewer repeats.  Nor is it accurate: a call of
@@ -173,6 +174,15 @@ class ShapeRun:
             built.checks.append(_failure(f"a timed call failed: {error_line(error_text(exc))}"))
             measurement.accuracy = _verdict(built)
             self.failed(name, error_text(exc))
+            return
+        for sample in samples:
+            try:
+                built.checks.append(check_audited(self.op, self.mode, built.cell, sample, given.diff,
+                                                  self.tolerance))
+            except Exception as exc:  # the harness's reference failed: the cell keeps its latency
+                why = "the check of a timed call failed: "
+                built.checks.append(_failure(why + error_line(error_text(exc))))
+                self.failed(name, why + error_text(exc))
 
     def finish(self, name: str) -> CellResult:
         """The checks after timing: inputs and ``dy`` unchanged, and a call on fresh inputs."""

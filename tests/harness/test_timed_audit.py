@@ -12,7 +12,7 @@ import torch
 from torch._C import DisableTorchFunctionSubclass
 
 from harness.audit import SampleAudit
-from harness.measure.cell import foreign_result, poison_unread
+from harness.measure.cell import Cell, foreign_result, poison_unread, undifferentiable_output
 from harness.operator import Mode, register_benchmark
 from operators.exp.operator import ExpOperator
 from tests.helpers import run_cells
@@ -122,6 +122,21 @@ class CheatingExp(ExpOperator):
         return lambda: _MemoBackward.apply(x)
 
 
+    @register_benchmark()
+    def idle_unless_poisoned(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+        """Works only when its last result holds NaN, as if the harness were about to check it."""
+        last: list[torch.Tensor] = []
+
+        def call() -> torch.Tensor:
+            if not last or bool(last[0].isnan().any()):
+                last[:] = [torch.exp(x.detach())]
+            elif _timed():
+                SKIPPED.append(1)
+            return last[0]
+        return call
+
+
+SKIPPED: list[int] = []
 CACHES = ["idle_while_timed", "sampled_key_cache", "version_cache", "written_once"]
 
 
@@ -134,6 +149,23 @@ def test_a_backend_that_skips_work_while_timed_fails_in_a_timed_call(backend: st
     assert cells[("eager", "accuracy")].value == 1.0
     accuracy = cells[(backend, "accuracy")]
     assert accuracy.value == 0.0 and accuracy.note.startswith("in a timed call: output[0]"), accuracy.note
+
+
+def test_every_timed_call_finds_its_last_results_poisoned() -> None:
+    # Poisoned before every sample (the first's by the call before the timer), not only the
+    # audited one: it must work on every timed call.
+    SKIPPED.clear()
+    cells = run_cells(CheatingExp("cpu", torch.float32), Mode.FWD_NO_GRAD, (1000,), ["accuracy", "latency"],
+                      ["idle_unless_poisoned"], repeats=2)
+    assert SKIPPED == []
+    assert cells[("idle_unless_poisoned", "accuracy")].value == 1.0
+
+
+def test_a_cache_on_the_version_counter_fails_on_fresh_inputs_without_timing() -> None:
+    cells = run_cells(CheatingExp("cpu", torch.float32), Mode.FWD_NO_GRAD, (1000,), ["accuracy"],
+                      ["version_cache"])
+    accuracy = cells[("version_cache", "accuracy")]
+    assert accuracy.value == 0.0 and accuracy.note.startswith("on fresh inputs after timing")
 
 
 def test_a_backward_memoised_on_its_graph_fails_in_bwd() -> None:
@@ -179,12 +211,20 @@ def test_the_audit_varies_behind_the_version_counter_and_restores() -> None:
         audit.after(x * 2)
     assert x._version == version
     assert not torch.equal(seen[-1], first_x) and not torch.equal(dy, first_dy)
-    kept = audit.sample
+    kept = audit.end()
     assert kept is not None and kept.problem is None
-    index = next(i for i, s in enumerate(seen) if torch.equal(s, kept.read[0]))
+    index = next(i for i, s in enumerate(seen) if torch.equal(s, kept.read[0]))  # rebuilt, not copied
     assert index > 0 and torch.equal(kept.results[0], seen[index] * 2)
-    audit.restore()
     assert torch.equal(x, first_x) and torch.equal(dy, first_dy) and x._version == version
+    moved = torch.cat([seen[-1].reshape(-1), first_x.reshape(-1)])
+    assert set(moved.tolist()) == set(first_x.reshape(-1).tolist())  # first values, moved
+
+
+def test_a_training_forward_may_return_an_input_but_not_a_new_leaf() -> None:
+    x = torch.randn(4, requires_grad=True)
+    cell = Cell(lambda: x, lambda: None, lambda _: (x,), [x], (x,), [], trains=True)
+    assert undifferentiable_output(cell, (x,)) is None
+    assert undifferentiable_output(cell, (x.detach().exp().requires_grad_(),)).startswith("output[0] has no")
 
 
 def test_a_result_off_the_device_or_of_a_subclass_is_foreign() -> None:
