@@ -1,7 +1,8 @@
 """The audit of timed samples: what a timed call reads changes between samples, and one sample,
 chosen at random, is kept for the check against the float64 reference of what it read.
 
-Before every sample, outside its timed window and alike for every sample:
+Before every call a timer makes (its samples, and its untimed calls), outside any timed window
+and alike for every call:
 
 - :data:`VARIED_ELEMENTS` random elements of each floating-point tensor the call reads get the
   values of other random elements of its first values, written through :func:`silent_alias` (the
@@ -12,10 +13,10 @@ Before every sample, outside its timed window and alike for every sample:
   graph's outputs, a backend's own buffer) and the allocator's free blocks of the results' sizes
   are filled with NaN: every call must write all of its results.
 
-One sample of those the timer arms the audit for (never the first) is chosen with the operating
-system's randomness; after its end event the device is synchronized and its results are copied.
-When the timer is done, what that call read is rebuilt from the first values and the moves, and
-the varied elements get their first values back.
+After every call the device is synchronized and its results are copied.  One sample of those the
+timer arms the audit for (never the first) is chosen with the operating system's randomness, and
+its copies are kept.  When the timer is done, what that call read is rebuilt from the first values
+and the moves, and the varied elements get their first values back.
 """
 
 from __future__ import annotations
@@ -67,9 +68,14 @@ class _Variation:
         self.steps = 0
 
     def _draw(self) -> None:
-        for drawn in (self.to, self.source):
-            drawn.append(torch.randint(self.alias.numel(), (CHUNK, VARIED_ELEMENTS), generator=self.generator,
-                                       device=self.alias.device))
+        """Positions for CHUNK steps; a position drawn twice in one step gets one source for both, so
+        that whichever write lands, the value is the one :meth:`state` rebuilds."""
+        to, source = (torch.randint(self.alias.numel(), (CHUNK, VARIED_ELEMENTS), generator=self.generator,
+                                    device=self.alias.device) for _ in range(2))
+        same = to.unsqueeze(2) == to.unsqueeze(1)
+        last = (same * torch.arange(VARIED_ELEMENTS, device=to.device)).amax(2)
+        self.to.append(to)
+        self.source.append(source.gather(1, last))
         shape = self.alias.shape
         self.indices.append((torch.unravel_index(self.to[-1], shape),
                              torch.unravel_index(self.source[-1], shape)))
@@ -104,48 +110,61 @@ class _Variation:
 
 
 class SampleAudit:
-    """Varies ``read`` and poisons before every sample a timer takes, and keeps one sample of
-    those it is :meth:`arm`-ed for (:meth:`end` gives it).
+    """Varies ``read`` and poisons before every call a timer makes, copies every call's results
+    after it, and keeps one sample's of those it is :meth:`arm`-ed for (:meth:`end` gives it).
 
     ``collect`` gives a call's results; ``poison_free`` NaN-fills the allocator's free blocks of the
     results' sizes; ``poison_results`` NaN-fills results that share no storage with what is read;
-    ``synchronize`` waits for the device.  ``last`` are the results of the call before the timer's
-    first, poisoned before it as any sample's previous results are.
+    ``synchronize`` waits for the device.  Every call goes through :meth:`before` and
+    :meth:`after` alike (the timer's untimed calls too), so none stands out by its work or its
+    memory: the results' copies go into one of two sets allocated after the first call, and the
+    audited sample's set is swapped out rather than copied again.
     """
 
     def __init__(self, read: Sequence[torch.Tensor], collect: Collect, poison_free: Callable[[], None],
                  poison_results: Callable[[Results, Sequence[torch.Tensor]], None],
-                 synchronize: Callable[[], None], last: Results = ()):
+                 synchronize: Callable[[], None]):
         self.read = list(read)
         self.variations = {i: _Variation(t) for i, t in enumerate(self.read)
                            if t.is_floating_point() and t.numel() > 1}
         self.collect, self.poison_free, self.poison_results = collect, poison_free, poison_results
         self.synchronize = synchronize
         self.countdown: int | None = None
-        self.previous = last
+        self.previous: Results = ()
+        self.steps: dict[int, int] = {}
         self.audited_steps: dict[int, int] | None = None
+        self.copies: Results | None = None
         self.kept: tuple[Results, str | None] | None = None
+        self.spare: Results = ()
 
     def arm(self, count: int) -> None:
         """Keep one of the next ``count`` samples (at least 2), chosen at random, not the first."""
         self.countdown = 1 + secrets.randbelow(count - 1)
 
     def before(self) -> None:
-        """Before a sample's call, outside its timed window."""
+        """Before a call, outside any timed window."""
         for variation in self.variations.values():
             variation.step()
         self.poison_results(self.previous, self.read)
         self.previous = ()
         self.poison_free()
-        if self.countdown == 0:
-            self.audited_steps = {i: variation.steps for i, variation in self.variations.items()}
+        self.steps = {i: variation.steps for i, variation in self.variations.items()}
 
     def after(self, result: object) -> None:
-        """After a sample's end event, with what its call returned."""
+        """After a call (a sample's: after its end event), with what it returned."""
         results, problem = self.collect(result)
+        if self.copies is None:
+            self.copies = tuple(None if r is None else torch.empty_like(r) for r in results)
+            self.spare = tuple(None if r is None else torch.empty_like(r) for r in results)
+        with torch.no_grad():
+            for copy, r in zip(self.copies, results, strict=True):
+                if copy is not None and r is not None:
+                    copy.copy_(r.detach())
         if self.countdown == 0:
-            self.synchronize()
-            self.kept = (tuple(None if r is None else r.detach().clone() for r in results), problem)
+            self.audited_steps = self.steps
+            self.kept = (self.copies, problem)
+            self.copies, self.spare = self.spare, self.copies
+        self.synchronize()
         self.previous = results
         if self.countdown is not None:
             self.countdown -= 1

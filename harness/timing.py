@@ -11,10 +11,10 @@ between its kernels.
 
 CPU: ``time.perf_counter`` around each call.
 
-Given a :class:`~harness.audit.SampleAudit`, the CUDA and CPU timers let it vary what the call
-reads and poison its last results before every sample, and keep one measured sample for the
-check, all outside the timed windows; the wall timer makes one more audited batch of two calls
-after its measured ones, untimed (its own batches would time the audit's host work).
+Given a :class:`~harness.audit.SampleAudit`, the CUDA and CPU timers pass every call they make
+(samples and untimed calls alike) through it, outside the timed windows, and arm it for their
+measured samples; the wall timer makes one more audited batch of two calls after its measured
+ones, untimed (its own batches would time the audit's host work).
 
 :class:`WallTimer` (the ``walltime`` metric) measures host time instead: batches of calls back to
 back, the device synchronized once at the end of each batch, no flush and no spin kernel.
@@ -131,7 +131,7 @@ class CudaTimer:
         ``cudagraph`` before the capture only: a replay reads nothing it resets)."""
         run, each = (CapturedCall(fn, setup), _nothing) if self.settings.cudagraph else (fn, setup)
         flush = self._flusher()
-        spin = _spin_cycles(run, each)
+        spin = _spin_cycles(run, each, audit)
         synced: list[float] = []
         self._time_calls(run, each, flush, spin, ESTIMATE_SAMPLES, audit, synced)
         warmup, count = sample_counts(float(np.median(np.diff(synced))) * 1e3, self.settings)
@@ -170,15 +170,21 @@ class CudaTimer:
         return [start.elapsed_time(end) for start, end in events]
 
 
-def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None]) -> int:
-    """GPU spin long enough to cover the host's time to launch ``fn`` (1.5x its median + 20 us)."""
+def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None], audit: SampleAudit | None) -> int:
+    """GPU spin long enough to cover the host's time to launch ``fn`` (1.5x its median + 20 us);
+    its calls go through ``audit`` as the samples' do."""
     host_us = []
     for _ in range(5):
         setup()
+        if audit is not None:
+            audit.before()
         torch.cuda.synchronize()
         start = time.perf_counter()
-        fn()
+        result = fn()
         host_us.append((time.perf_counter() - start) * 1e6)
+        if audit is not None:
+            audit.after(result)
+        del result
     torch.cuda.synchronize()
     return int((1.5 * float(np.median(host_us)) + 20.0) * SPIN_CYCLES_PER_US)
 
@@ -195,7 +201,10 @@ class CpuTimer:
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
                 audit: SampleAudit | None = None) -> SampleStats:
-        """Time ``fn``; ``setup`` runs before every call, outside the timed region."""
+        """Time ``fn``; ``setup`` runs before every call, outside the timed region.  With an audit, one
+        untimed call first, so that the first sample's previous results are poisoned too."""
+        if audit is not None:
+            self._time_calls(fn, setup, 1, audit)
         estimate = self._time_calls(fn, setup, 1, audit)
         warmup = int(min(MAX_SAMPLES, self.settings.warmup_ms / max(estimate[0], 1e-6)))
         self._time_calls(fn, setup, warmup, audit)

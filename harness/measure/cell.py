@@ -18,6 +18,7 @@ measurement.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -281,9 +282,8 @@ def sample_audit(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int],
         results = call_results(mode, outputs, cell.inputs, diff)
         return results, foreign_result(results, op.device) or undifferentiable_output(cell, outputs)
 
-    last = call_results(mode, cell.first_outputs, cell.inputs, diff)  # the first call's, or the last timing's
     return SampleAudit(cell.read(), collect, lambda: poison_free_blocks(reference, op.dtype), poison_unread,
-                       lambda: synchronize(op.device), last)
+                       lambda: synchronize(op.device))
 
 
 def check_audited(op: BenchmarkOperator, mode: Mode, cell: Cell, sample: AuditedSample, diff: list[int],
@@ -359,8 +359,11 @@ def time_cell(op: BenchmarkOperator, mode: Mode, cell: Cell, diff: list[int], re
         audit = sample_audit(op, mode, cell, diff, reference)
         try:
             stats = timer.measure(cell.timed, cell.setup, audit)
-        finally:
-            sample = audit.end()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the timing's own error is the one to report
+                audit.end()
+            raise
+        sample = audit.end()
         measurement.timings.setdefault(kind, []).append(stats)
         if sample is None:
             raise RuntimeError(f"the {kind} timer kept no audited sample")

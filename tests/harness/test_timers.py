@@ -91,7 +91,7 @@ def test_a_cuda_repeat_takes_as_many_samples_as_its_wall_budgets_hold(
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: time.sleep(next(waits, 0.001)))
     monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
-    monkeypatch.setattr(timing, "_spin_cycles", lambda fn, setup: 0)
+    monkeypatch.setattr(timing, "_spin_cycles", lambda fn, setup, audit: 0)
     monkeypatch.setattr(timing.CudaTimer, "_flusher", lambda self: lambda: None)
     calls = []
     started = time.perf_counter()
