@@ -9,7 +9,7 @@ and alike for every call:
   tensor's storage, not its version counter).  A backend cannot see the change without reading
   its inputs: a result cached on their identity, their version counters or a few of their
   elements goes stale, and one cached on their whole contents must read them all every call.
-- The previous sample's results (where they share no storage with what the call reads: a CUDA
+- The previous call's results (where they share no storage with what the call reads: a CUDA
   graph's outputs, a backend's own buffer) and the allocator's free blocks of the results' sizes
   are filled with NaN: every call must write all of its results.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 VARIED_ELEMENTS = 16
-"""Elements of each tensor the call reads that change before every sample."""
+"""Elements of each tensor the call reads that change before every call."""
 CHUNK = 256
 """Samples' worth of random positions drawn at once."""
 
