@@ -24,6 +24,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -43,6 +44,35 @@ def silent_alias(tensor: torch.Tensor) -> torch.Tensor:
     ``tensor``'s version counter (what autograd and a cache keyed on it read) as it was."""
     return torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
         tensor.untyped_storage(), tensor.storage_offset(), tensor.shape, tensor.stride())
+
+
+class CallAudit(Protocol):
+    """What a timer does around every call it makes (:class:`SampleAudit`, or :data:`NO_AUDIT`)."""
+
+    def arm(self, count: int) -> None:
+        """Keep one of the next ``count`` samples."""
+
+    def before(self) -> None:
+        """Before a call, outside any timed window."""
+
+    def after(self, result: object) -> None:
+        """After a call, with what it returned."""
+
+
+class _NoAudit:
+    """The audit of a timing that checks nothing (a probe's, the tuner's): every hook does nothing."""
+
+    def arm(self, count: int) -> None:
+        pass
+
+    def before(self) -> None:
+        pass
+
+    def after(self, result: object) -> None:
+        pass
+
+
+NO_AUDIT: CallAudit = _NoAudit()
 
 
 @dataclass

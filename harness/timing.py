@@ -11,10 +11,11 @@ between its kernels.
 
 CPU: ``time.perf_counter`` around each call.
 
-Given a :class:`~harness.audit.SampleAudit`, the CUDA and CPU timers pass every call they make
-(samples and untimed calls alike) through it, outside the timed windows, and arm it for their
-measured samples; the wall timer makes one more audited batch of two calls after its measured
-ones, untimed (its own batches would time the audit's host work).
+The CUDA and CPU timers pass every call they make (samples and untimed calls alike) through an
+audit (:class:`~harness.audit.SampleAudit`; by default :data:`~harness.audit.NO_AUDIT`, which
+does nothing), outside the timed windows, and arm it for their measured samples; the wall timer
+makes one more audited batch of two calls after its measured ones, untimed (its own batches would
+time the audit's host work).
 
 :class:`WallTimer` (the ``walltime`` metric) measures host time instead: batches of calls back to
 back, the device synchronized once at the end of each batch, no flush and no spin kernel.
@@ -35,7 +36,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from harness.audit import SampleAudit
+from harness.audit import NO_AUDIT, CallAudit
 from harness.metrics.cell_data import DEFAULT_TIMER, SampleStats
 from harness.settings import FLUSHES, TimerSettings
 
@@ -126,7 +127,7 @@ class CudaTimer:
         return self._flush
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
-                audit: SampleAudit | None = None) -> SampleStats:
+                audit: CallAudit = NO_AUDIT) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region (under
         ``cudagraph`` before the capture only: a replay reads nothing it resets)."""
         run, each = (CapturedCall(fn, setup), _nothing) if self.settings.cudagraph else (fn, setup)
@@ -136,13 +137,12 @@ class CudaTimer:
         self._time_calls(run, each, flush, spin, ESTIMATE_SAMPLES, audit, synced)
         warmup, count = sample_counts(float(np.median(np.diff(synced))) * 1e3, self.settings)
         self._time_calls(run, each, flush, spin, warmup, audit)
-        if audit is not None:
-            audit.arm(count)
+        audit.arm(count)
         return SampleStats.of(self._time_calls(run, each, flush, spin, count, audit))
 
     @staticmethod
     def _time_calls(fn: Callable[[], object], setup: Callable[[], None], flush: L2Flusher,
-                    spin: int, count: int, audit: SampleAudit | None,
+                    spin: int, count: int, audit: CallAudit,
                     synced: list[float] | None = None) -> list[float]:
         """``count`` samples' device times in ms; ``synced`` gets the host clock after each
         synchronize, so that its differences are what each whole sample cost in wall time."""
@@ -153,8 +153,7 @@ class CudaTimer:
         stamps = [] if synced is None else synced
         for start, end in events:
             setup()
-            if audit is not None:
-                audit.before()
+            audit.before()
             torch.cuda.synchronize()
             stamps.append(time.perf_counter())
             flush()
@@ -162,28 +161,25 @@ class CudaTimer:
             start.record()
             result = fn()
             end.record()
-            if audit is not None:
-                audit.after(result)
+            audit.after(result)
             del result
         torch.cuda.synchronize()
         stamps.append(time.perf_counter())
         return [start.elapsed_time(end) for start, end in events]
 
 
-def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None], audit: SampleAudit | None) -> int:
+def _spin_cycles(fn: Callable[[], object], setup: Callable[[], None], audit: CallAudit) -> int:
     """GPU spin long enough to cover the host's time to launch ``fn`` (1.5x its median + 20 us);
     its calls go through ``audit`` as the samples' do."""
     host_us = []
     for _ in range(5):
         setup()
-        if audit is not None:
-            audit.before()
+        audit.before()
         torch.cuda.synchronize()
         start = time.perf_counter()
         result = fn()
         host_us.append((time.perf_counter() - start) * 1e6)
-        if audit is not None:
-            audit.after(result)
+        audit.after(result)
         del result
     torch.cuda.synchronize()
     return int((1.5 * float(np.median(host_us)) + 20.0) * SPIN_CYCLES_PER_US)
@@ -200,32 +196,28 @@ class CpuTimer:
         self.settings = settings
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
-                audit: SampleAudit | None = None) -> SampleStats:
-        """Time ``fn``; ``setup`` runs before every call, outside the timed region.  With an audit, one
-        untimed call first, so that the first sample's previous results are poisoned too."""
-        if audit is not None:
-            self._time_calls(fn, setup, 1, audit)
+                audit: CallAudit = NO_AUDIT) -> SampleStats:
+        """Time ``fn``; ``setup`` runs before every call, outside the timed region.  One untimed call
+        first, so that the audit poisons the first sample's previous results too."""
+        self._time_calls(fn, setup, 1, audit)
         estimate = self._time_calls(fn, setup, 1, audit)
         warmup = int(min(MAX_SAMPLES, self.settings.warmup_ms / max(estimate[0], 1e-6)))
         self._time_calls(fn, setup, warmup, audit)
         count = _sample_count(estimate[0], self.settings.rep_ms)
-        if audit is not None:
-            audit.arm(count)
+        audit.arm(count)
         return SampleStats.of(self._time_calls(fn, setup, count, audit))
 
     @staticmethod
     def _time_calls(fn: Callable[[], object], setup: Callable[[], None], count: int,
-                    audit: SampleAudit | None) -> list[float]:
+                    audit: CallAudit) -> list[float]:
         samples = []
         for _ in range(count):
             setup()
-            if audit is not None:
-                audit.before()
+            audit.before()
             start = time.perf_counter()
             result = fn()
             samples.append((time.perf_counter() - start) * 1e3)
-            if audit is not None:
-                audit.after(result)
+            audit.after(result)
             del result
         return samples
 
@@ -250,7 +242,7 @@ class WallTimer:
         self.settings = settings
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
-                audit: SampleAudit | None = None) -> SampleStats:
+                audit: CallAudit = NO_AUDIT) -> SampleStats:
         """Time batches of calls of ``fn``; the statistics are of milliseconds per call."""
         synchronize(self.device)
         estimate = self._batch(fn, setup, 3)
@@ -258,22 +250,19 @@ class WallTimer:
         self._batch(fn, setup, int(min(MAX_SAMPLES, max(1, self.settings.warmup_ms / max(estimate, 1e-6)))))
         count = _sample_count(estimate * calls, self.settings.rep_ms)
         stats = SampleStats.of([self._batch(fn, setup, calls) for _ in range(count)])
-        if audit is not None:
-            audit.arm(2)
-            self._batch(fn, setup, 2, audit)
+        audit.arm(2)
+        self._batch(fn, setup, 2, audit)
         return stats
 
     def _batch(self, fn: Callable[[], object], setup: Callable[[], None], calls: int,
-               audit: SampleAudit | None = None) -> float:
+               audit: CallAudit = NO_AUDIT) -> float:
         """Milliseconds per call of ``calls`` calls, synchronized once after the last."""
         start = time.perf_counter()
         for _ in range(calls):
             setup()
-            if audit is not None:
-                audit.before()
+            audit.before()
             result = fn()
-            if audit is not None:
-                audit.after(result)
+            audit.after(result)
             del result
         synchronize(self.device)
         return (time.perf_counter() - start) * 1e3 / calls

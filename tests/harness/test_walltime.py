@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from harness import timing
-from harness.audit import SampleAudit
+from harness.audit import NO_AUDIT, CallAudit
 from harness.metrics.cell_data import Measurement, SampleStats
 from harness.operator import Mode
 from harness.report.results import read_json
@@ -63,20 +63,17 @@ class _FlushingTimer:
     """A device timer that spends 5 ms "flushing" before every call, outside its samples."""
 
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
-                audit: SampleAudit | None = None) -> SampleStats:
+                audit: CallAudit = NO_AUDIT) -> SampleStats:
         samples = []
-        if audit is not None:
-            audit.arm(10)
+        audit.arm(10)
         for _ in range(10):
             setup()
-            if audit is not None:
-                audit.before()
+            audit.before()
             time.sleep(0.005)
             start = time.perf_counter()
             result = fn()
             samples.append((time.perf_counter() - start) * 1e3)
-            if audit is not None:
-                audit.after(result)
+            audit.after(result)
         return SampleStats.of(samples)
 
 
