@@ -7,6 +7,7 @@ one), printed as one line naming the valid choices, with exit status 2.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,6 +19,22 @@ from harness.report.results import Record, ResultFileError, read_json
 
 class UsageError(Exception):
     """Bad command-line input; the message names the valid choices."""
+
+
+def program() -> str:
+    """The command's name in its messages: ``opbench`` when run as the installed command, else
+    ``run.py``."""
+    return "opbench" if Path(sys.argv[0]).name == "opbench" else "run.py"
+
+
+def help_text(doc: str) -> str:
+    """A module docstring as ``--help`` prints it: no reST literal marks, the command's own name."""
+    return doc.replace("``", "").replace("run.py", program())
+
+
+def invocation() -> str:
+    """How a message tells the user to run the command again: ``opbench`` or ``python run.py``."""
+    return "opbench" if program() == "opbench" else "python run.py"
 
 
 class OneLineParser(argparse.ArgumentParser):

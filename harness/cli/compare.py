@@ -42,7 +42,15 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from harness.cli.args import OneLineParser, UsageError, argparse_type, check_writable, positive_float
+from harness.cli.args import (
+    OneLineParser,
+    UsageError,
+    argparse_type,
+    check_writable,
+    help_text,
+    positive_float,
+    program,
+)
 from harness.compare.files import CompareInputError, check_compatible, load
 from harness.compare.summary import COLUMNS, failing_verdicts, markdown, summary, table_rows
 from harness.compare.verdicts import Settings, judge, noisy_share, noisy_shifts
@@ -67,7 +75,7 @@ fraction, sample_count = argparse_type(_fraction), argparse_type(_sample_count)
 
 
 def build_parser() -> OneLineParser:
-    parser = OneLineParser(prog="run.py compare", description=__doc__,
+    parser = OneLineParser(prog=f"{program()} compare", description=help_text(__doc__),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("files", type=Path, nargs="+", metavar="FILE",

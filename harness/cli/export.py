@@ -17,6 +17,7 @@ from harness.cli.args import (
     check_writable,
     comma_list,
     of_modes,
+    program,
     read_result_file,
     validate_choices,
 )
@@ -28,7 +29,7 @@ from harness.report.results import atomic_write
 
 def export_main(argv: list[str]) -> int:
     """Write one result file in the chosen format; returns the exit status."""
-    parser = OneLineParser(prog="run.py export", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} export", description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
     parser.add_argument("--format", help=f"one of: {', '.join(FORMATS)}")
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from harness.cli.args import UsageError
+from harness.cli.args import UsageError, program
 from harness.cli.compare import compare_main
 from harness.cli.export import export_main
 from harness.cli.merge import merge_main
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command(argv[1:]) if command is not None else run_command(argv)
     except UsageError as exc:
-        print(f"run.py: error: {exc}", file=sys.stderr)
+        print(f"{program()}: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     except BrokenPipeError:
         # The reader of stdout went away (``run.py show FILE | head``): stop quietly, and keep

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, check_writable
+from harness.cli.args import OneLineParser, UsageError, check_writable, program
 from harness.report.merge import MergeError, merge_parts
 from harness.report.results import ResultFileError, read_json, write_json
 
 
 def merge_main(argv: list[str]) -> int:
     """Entry point of ``run.py merge``; returns the exit status."""
-    parser = OneLineParser(prog="run.py merge", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} merge", description=__doc__.splitlines()[0])
     parser.add_argument("parts", type=Path, nargs="+", help="result files of disjoint parts of one run")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the merged result file")
     args = parser.parse_args(argv)

@@ -14,6 +14,7 @@ from harness.cli.args import (
     UsageError,
     check_writable,
     comma_list,
+    program,
     read_result_file,
     validate_choices,
 )
@@ -31,7 +32,7 @@ def checked_plot_path(path: Path) -> Path:
 
 def plot_main(argv: list[str]) -> int:
     """Plot one result file; returns the exit status."""
-    parser = OneLineParser(prog="run.py plot", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} plot", description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="FILE.png or FILE.svg (default: RESULTS with .png)")

@@ -3,7 +3,7 @@
 A run that was stopped (Ctrl-C, a CI timeout) still leaves the cells it finished in its result
 file; this renders them without a GPU.  ``--mode`` keeps only the named modes.  A ``note`` in
 the file's header (what a person recorded about the run, e.g. why it is partial) is printed
-last.
+last, after a line that marks a run stopped before it finished.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from harness.cli.args import (
     OneLineParser,
     comma_list,
     of_modes,
+    program,
     read_result_file,
     validate_choices,
 )
@@ -30,7 +31,7 @@ from harness.report.table import (
 
 def show_main(argv: list[str]) -> int:
     """Print the tables of one result file; returns the exit status."""
-    parser = OneLineParser(prog="run.py show", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} show", description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
     parser.add_argument("--mode", type=comma_list, help="show only these modes (comma list)")
     args = parser.parse_args(argv)
@@ -48,6 +49,8 @@ def show_main(argv: list[str]) -> int:
           f"{ceilings_line(header.get('ceilings_gbps'), header.get('copy_gbps'))}")
     if line := options_line(header.get("options")):
         print(line)
+    if header.get("complete") is False:
+        print("partial: the run stopped before it finished; the tables hold the cells it finished")
     if header.get("note"):
         print(f"note: {header['note']}")
     return 0

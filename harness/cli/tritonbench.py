@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from harness.cli.args import UsageError
+from harness.cli.args import UsageError, invocation, program
 from harness.cli.tritonbench_runner import TritonbenchUsageError, run_tritonbench
 from harness.device import prepare_backends
 from harness.error_line import error_line
@@ -64,13 +64,13 @@ def tritonbench_main(argv: list[str]) -> int:
     prepare_backends(_device(args))
     import_tritonbench_or_exit()
     if problem := interpreter_problem(_device(args)):
-        raise UsageError(f"{problem}, e.g. TRITON_INTERPRET=1 python run.py tritonbench -- {' '.join(args)}")
+        raise UsageError(f"{problem}, e.g. TRITON_INTERPRET=1 {invocation()} tritonbench -- {' '.join(args)}")
     try:
         run_tritonbench(args)
     except TritonbenchUsageError as exc:
         raise UsageError(str(exc)) from None
     except Exception as exc:
-        print(f"run.py tritonbench: {error_line(error_text(exc))} "
+        print(f"{program()} tritonbench: {error_line(error_text(exc))} "
               "(without --keep-going tritonbench stops at the first failing backend)", file=sys.stderr)
         return 1
     return 0

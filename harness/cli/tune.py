@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from harness.cli.args import OneLineParser, UsageError, validate_choices
+from harness.cli.args import OneLineParser, UsageError, help_text, program, validate_choices
 from harness.operator import DTYPE_NAMES
 from harness.registry import load_operator, operator_names
 from harness.settings import TUNE_REP_MS, TUNE_WARMUP_MS, TimerSettings
@@ -25,7 +25,7 @@ from harness.tuning.tuner import tune_job
 
 def tune_main(argv: list[str]) -> int:
     """Entry point of ``run.py tune``; returns the exit status."""
-    parser = OneLineParser(prog="run.py tune", description=__doc__,
+    parser = OneLineParser(prog=f"{program()} tune", description=help_text(__doc__),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--op", required=True, help="comma list of operators")
     parser.add_argument("--precision", "--dtype", dest="precision", default="bf16,fp16,fp32",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,6 +122,16 @@ def test_bad_input_is_one_line_naming_valid_choices_exit_2(args: list[str], name
     assert len(lines) == 1 and lines[0].startswith("run.py: error:")
     assert names in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_installed_command_names_itself_in_errors_and_help() -> None:
+    command = str(Path(sys.executable).parent / "opbench")  # what ``pip install`` puts beside python
+    result = subprocess.run([command, "tune", "--op", "nope"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "opbench: error: unknown op 'nope' (valid: addmm, exp, gemm, rms_norm)"
+    for subcommand in ("tune", "compare"):
+        shown = subprocess.run([command, subcommand, "--help"], capture_output=True, text=True, timeout=120)
+        assert shown.stdout.startswith(f"usage: opbench {subcommand}") and "``" not in shown.stdout
 
 
 def test_json_file_is_valid_after_each_shape(tmp_path: Path) -> None:

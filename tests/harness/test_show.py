@@ -23,14 +23,19 @@ def test_show_prints_the_tables_of_a_result_file_and_filters_modes(tmp_path):
     assert f"source: {digest[:12]}" in shown.stdout  # the code the run imported
 
 
-def test_show_prints_the_note_a_partial_file_carries(tmp_path, capsys):
+def test_show_marks_a_partial_file_and_prints_its_note(tmp_path, capsys):
     from harness.cli import main as cli
 
     path = tmp_path / "partial.json"
-    header = {"device_name": "NVIDIA H200", "note": "stopped before its last shape"}
+    header = {"device_name": "NVIDIA H200", "complete": False, "note": "stopped before its last shape"}
     write_json(path, header, sample_exp_records())
     assert cli.main(["show", str(path)]) == 0
-    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "note: stopped before its last shape"
+    assert capsys.readouterr().out.rstrip().splitlines()[-2:] == [
+        "partial: the run stopped before it finished; the tables hold the cells it finished",
+        "note: stopped before its last shape"]
+    write_json(path, {**header, "complete": True}, sample_exp_records())
+    assert cli.main(["show", str(path)]) == 0
+    assert "partial" not in capsys.readouterr().out
 
 
 def test_show_mode_takes_a_comma_list_and_names_the_valid_and_present_modes(tmp_path, capsys):

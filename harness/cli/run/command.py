@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from harness.cli.args import UsageError, add_operator_options, check_writable, validate_choices
+from harness.cli.args import UsageError, add_operator_options, check_writable, invocation, validate_choices
 from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run.output import Outputs, exit_status, print_tables, write_plot
@@ -250,7 +250,7 @@ def run_command(argv: list[str]) -> int:
             raise UsageError("--shard cannot run under torchrun: its ranks share the run among themselves")
         if args.parallel_compile:
             raise UsageError("--parallel-compile cannot run under torchrun: fill the caches first with "
-                             "python run.py ... --parallel-compile N --metrics accuracy --no-save")
+                             f"{invocation()} ... --parallel-compile N --metrics accuracy --no-save")
         return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
     plan = run_plan(sweeps, settings.metrics)
     if args.shard:

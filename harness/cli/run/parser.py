@@ -14,6 +14,7 @@ from harness.cli.args import (
     non_negative_float,
     non_negative_int,
     positive_float,
+    program,
     validate_choices,
 )
 from harness.metrics.cell_data import DEFAULT_TIMER
@@ -60,7 +61,7 @@ def _metrics_help() -> str:
 def build_parser() -> OneLineParser:
     """The parser of a benchmark run (operators add their own options to it)."""
     parser = OneLineParser(
-        prog="run.py", description="Benchmark operator backends: accuracy and speed.",
+        prog=program(), description="Benchmark operator backends: accuracy and speed.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
@@ -109,7 +110,7 @@ def build_parser() -> OneLineParser:
              "compilers' on-disk caches hold what the run compiles (on a GPU: about its CPU cores)")
     add("--shard", metavar="K/N",
         help="run the K-th of N disjoint parts of the sweep, dealt by estimated cost "
-             "(run.py merge joins them)")
+             "(the merge subcommand joins them)")
     add("--gather-timeout", type=positive_float, default=1800.0,
         help="under torchrun: seconds rank 0 waits for a silent rank before it gives up on its cells "
              "(default 1800)")
@@ -125,7 +126,7 @@ def build_parser() -> OneLineParser:
         help="where the result file goes (default: a timestamped file in --output-dir)")
     add("--no-save", action="store_true", help="keep no result file")
     add("--plot", metavar="FILE.png|svg",
-        help="after the tables, plot the run's records to FILE (as run.py plot draws a result file)")
+        help="after the tables, plot the run's records to FILE (as the plot subcommand draws a result file)")
     add("--output-dir", default="runs", help="where unnamed result files go (default runs/, ignored by git)")
     add("--list-ops", action="store_true", help="list operators and exit")
     add("--list-backends", action="store_true", help="list each operator's backends and exit")
