@@ -50,7 +50,7 @@ class CallAudit(Protocol):
     """What a timer does around every call it makes (:class:`SampleAudit`, or :data:`NO_AUDIT`)."""
 
     def arm(self, count: int) -> None:
-        """Keep one of the next ``count`` samples."""
+        """Keep one of the next ``count`` samples (at least 2)."""
 
     def before(self) -> None:
         """Before a call, outside any timed window."""

@@ -198,7 +198,8 @@ class CpuTimer:
     def measure(self, fn: Callable[[], object], setup: Callable[[], None] = lambda: None,
                 audit: CallAudit = NO_AUDIT) -> SampleStats:
         """Time ``fn``; ``setup`` runs before every call, outside the timed region.  One untimed call
-        first, so that the audit poisons the first sample's previous results too."""
+        first, so that the estimate's call, like every later one, follows a call whose results the
+        audit poisons."""
         self._time_calls(fn, setup, 1, audit)
         estimate = self._time_calls(fn, setup, 1, audit)
         warmup = int(min(MAX_SAMPLES, self.settings.warmup_ms / max(estimate[0], 1e-6)))

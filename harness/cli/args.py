@@ -28,8 +28,8 @@ def program() -> str:
 
 
 def help_text(doc: str) -> str:
-    """A module docstring as ``--help`` prints it: no reST literal marks, the command's own name."""
-    return doc.replace("``", "").replace("run.py", program())
+    """A module docstring as ``--help`` prints it: no reST literal marks, the command as the user runs it."""
+    return doc.replace("``", "").replace("python run.py", invocation()).replace("run.py", program())
 
 
 def invocation() -> str:

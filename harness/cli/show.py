@@ -3,7 +3,7 @@
 A run that was stopped (Ctrl-C, a CI timeout) still leaves the cells it finished in its result
 file; this renders them without a GPU.  ``--mode`` keeps only the named modes.  A ``note`` in
 the file's header (what a person recorded about the run, e.g. why it is partial) is printed
-last, after a line that marks a run stopped before it finished.
+last, after a line that marks a file written before its run finished (stopped, or still running).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def show_main(argv: list[str]) -> int:
     if line := options_line(header.get("options")):
         print(line)
     if header.get("complete") is False:
-        print("partial: the run stopped before it finished; the tables hold the cells it finished")
+        print("partial: the run had not finished when this file was written; the tables hold "
+              "the cells it had")
     if header.get("note"):
         print(f"note: {header['note']}")
     return 0

@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from harness.cli.args import UsageError, invocation, program
+from harness.cli.args import UsageError, help_text, invocation, program
 from harness.cli.tritonbench_runner import TritonbenchUsageError, run_tritonbench
 from harness.device import prepare_backends
 from harness.error_line import error_line
@@ -52,7 +52,7 @@ def import_tritonbench_or_exit() -> None:
 def tritonbench_main(argv: list[str]) -> int:
     """Entry point of ``run.py tritonbench``; returns the exit status."""
     if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__)
+        print(help_text(__doc__))
         return 0
     args = argv[1:] if argv[:1] == ["--"] else argv
     if not _installed("tritonbench"):

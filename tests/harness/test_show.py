@@ -31,7 +31,7 @@ def test_show_marks_a_partial_file_and_prints_its_note(tmp_path, capsys):
     write_json(path, header, sample_exp_records())
     assert cli.main(["show", str(path)]) == 0
     assert capsys.readouterr().out.rstrip().splitlines()[-2:] == [
-        "partial: the run stopped before it finished; the tables hold the cells it finished",
+        "partial: the run had not finished when this file was written; the tables hold the cells it had",
         "note: stopped before its last shape"]
     write_json(path, {**header, "complete": True}, sample_exp_records())
     assert cli.main(["show", str(path)]) == 0

@@ -11,6 +11,7 @@ from harness.cli.args import (
     OneLineParser,
     UsageError,
     comma_list,
+    invocation,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -24,23 +25,33 @@ from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP
 from harness.timing import TIMER_KINDS
 
 EXAMPLES = """examples:
-  python run.py --op exp --mode bwd --metrics accuracy,latency,speedup,gbps
-  python run.py --op rms_norm --precision bf16 --shape 4096,5120 --only triton,helion
-  python run.py --op gemm,addmm --mode fwd --metrics tflops,pct_peak --output-json
-  python run.py --op exp --list-backends
-  python run.py --op exp --shape 65536 --metrics walltime --only triton,triton_direct,helion,helion_op
+  {run} --op exp --mode bwd --metrics accuracy,latency,speedup,gbps
+  {run} --op rms_norm --precision bf16 --shape 4096,5120 --only triton,helion
+  {run} --op gemm,addmm --mode fwd --metrics tflops,pct_peak --output-json
+  {run} --op exp --list-backends
+  {run} --op exp --shape 65536 --metrics walltime --only triton,triton_direct,helion,helion_op
       (what custom-op dispatch costs against calling the autograd Function directly)
-  python run.py --op exp --plugin my_kernels.py --only eager,my_exp --isolate --timeout 120
-  python run.py --op exp --repeats 7 --output-json current.json
-  python run.py compare baseline.json current.json --markdown summary.md
-  python run.py show results.json --mode bwd   (print a result file's tables)
-  python run.py export results.json --format hud-v3 -o hud.json   (tritonbench-csv, tritonbench-json)
-  python run.py --op rms_norm --shard 2/4 --output-json part2.json   (run.py merge joins the parts)
-  torchrun --nproc-per-node 8 run.py --op gemm --mode fwd,bwd --repeats 7   (one rank a GPU)
-  python run.py plot results.json -o results.svg   (draw a result file's panels)
-  python run.py tune --op exp            (regenerate stored Helion configs on this GPU)
-  python run.py tritonbench -- --op rms_norm --bwd   (tritonbench's runner with our backends added)
+  {run} --op exp --plugin my_kernels.py --only eager,my_exp --isolate --timeout 120
+  {run} --op exp --repeats 7 --output-json current.json
+  {run} compare baseline.json current.json --markdown summary.md
+  {run} show results.json --mode bwd   (print a result file's tables)
+  {run} export results.json --format hud-v3 -o hud.json   (tritonbench-csv, tritonbench-json)
+  {run} --op rms_norm --shard 2/4 --output-json part2.json   ({prog} merge joins the parts)
+  {torchrun} --op gemm --mode fwd,bwd --repeats 7   (one rank a GPU)
+  {run} plot results.json -o results.svg   (draw a result file's panels)
+  {run} tune --op exp            (regenerate stored Helion configs on this GPU)
+  {run} tritonbench -- --op rms_norm --bwd   (tritonbench's runner with our backends added)
 """
+"""The examples ``--help`` ends with; :func:`examples` fills in the command."""
+
+
+def examples() -> str:
+    """:data:`EXAMPLES` with the command as the user runs it: ``python run.py`` or ``opbench``."""
+    script = "--no-python opbench" if program() == "opbench" else "run.py"
+    torchrun = f"torchrun --nproc-per-node 8 {script}"
+    return EXAMPLES.format(run=invocation(), prog=program(), torchrun=torchrun)
+
+
 MODE_ALIASES = {"--bwd": "bwd", "--fwd-bwd": "fwd_bwd", "--fwd": "fwd", "--fwd-no-grad": "fwd_no_grad"}
 
 
@@ -62,7 +73,7 @@ def build_parser() -> OneLineParser:
     """The parser of a benchmark run (operators add their own options to it)."""
     parser = OneLineParser(
         prog=program(), description="Benchmark operator backends: accuracy and speed.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=examples(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
     add("--op", type=comma_list, help="operator name or comma list (see --list-ops)")
