@@ -125,7 +125,8 @@ def compute_reference(op: BenchmarkOperator, inputs: Sequence[Any], mode: Mode,
 
 
 def poison_free_blocks(reference: Reference, dtype: torch.dtype) -> None:
-    """Leave NaN-filled blocks of every output's size in the allocator's free pool."""
+    """Leave NaN-filled blocks of every output's size in the allocator's free pool (allocated anew each
+    time: a block held between calls is not one the call's own allocations can land on)."""
     poison = [torch.full(ref.shape, float("nan"), dtype=dtype, device=ref.device)
               for ref in reference.tensors()]
     del poison
