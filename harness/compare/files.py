@@ -125,20 +125,41 @@ def _names(devices: set[str]) -> str:
     return ", ".join(repr(name) for name in sorted(devices))
 
 
+def _one_commit(commits: list[str | None]) -> bool:
+    """Whether the hashes name one commit: all given, each a prefix of the longest (a short hash
+    of 7 or more characters names the commit its full hash does)."""
+    if None in commits or not commits:
+        return False
+    longest = max(commits, key=len)
+    return all(len(c) >= 7 and longest.startswith(c) for c in commits)
+
+
+def _same_run(base: dict[str, Any], cur: dict[str, Any]) -> bool:
+    """Whether two headers are of one run: the same commit, timed at the same moment."""
+    return (cur.get("date_utc") is not None and cur.get("date_utc") == base.get("date_utc")
+            and _one_commit([base.get("git_commit"), cur.get("git_commit")]))
+
+
 def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_mismatch: bool) -> None:
-    """Refuse files without provenance, measured on different GPUs or settings, a current run of
-    fewer repeats than a baseline's, or files sharing no (op, mode, dtype); refuse any file
-    without accuracy records (a baseline without them would let a wrong current cell pass as
-    unchanged)."""
+    """Refuse files without provenance, partial runs, a current run that is one of its baselines,
+    baseline runs of different commits, files measured on different GPUs or settings, a current
+    run of fewer repeats than a baseline's, or files sharing no (op, mode, dtype); refuse any
+    file without accuracy records (a baseline without them would let a wrong current cell pass
+    as unchanged)."""
     _require(cur, PROVENANCE)
+    if cur.header.get("complete") is False:
+        raise CompareInputError(f"current {cur.path} is a partial run (stopped before it finished): "
+                                "the cells it lacks cannot be judged; rerun it")
     for base in baselines:
         _require(base, BASELINE_PROVENANCE)
         if base.header.get("complete") is False:
             raise CompareInputError(f"baseline {base.path} is a partial run (stopped before it finished): "
                                     "the cells it lacks would go unjudged")
+        if _same_run(base.header, cur.header):
+            raise CompareInputError(f"current {cur.path} is the same run as baseline {base.path} (its "
+                                    "commit and time): give the baseline(s) first, the run under test last")
     if len(baselines) > 1:
-        commits = {base.header.get("git_commit") for base in baselines}
-        if len(commits) > 1 or None in commits:
+        if not _one_commit([base.header.get("git_commit") for base in baselines]):
             runs = ", ".join(f"{b.path} at {b.header.get('git_commit')}" for b in baselines)
             raise CompareInputError(f"baseline runs must be separate runs of one commit: {runs}")
     for file in (*baselines, cur):

@@ -7,9 +7,11 @@ A baseline cell with an ok latency is, in this order of precedence:
 * ``missing``: absent from the current run;
 * ``accuracy_missing``: the baseline had accuracy 1, the current run has no accuracy for it;
 * ``missing``: no ok latency in the current run;
-* for a *noisy* cell (flagged on either side, e.g. ``below_physical_floor``, or either side's
-  repeat medians spread wider than the noise limit): ``regression`` / ``improvement`` when the
-  ratio of medians is beyond the noisy threshold, else ``noisy``;
+* for a *noisy* cell (either side's repeat medians spread wider than the noise limit, or a cell
+  that got no slower flagged ``below_physical_floor`` in the current run or the baseline run it is
+  judged against): ``regression`` / ``improvement`` when the ratio of medians is beyond the noisy
+  threshold, else ``noisy``.  A flag never softens a slowdown: the current run's flags come from
+  the code under test, which could set them;
 * otherwise ``regression`` when the ratio ``median(current) / median(baseline)`` is above
   ``1 + max(threshold, 2 x run noise)`` and either the lower end of its 95% bootstrap interval
   is above ``1 + run noise`` or the ratio is beyond the noisy threshold (a change that large
@@ -38,7 +40,7 @@ from scipy.stats import binomtest
 
 from harness.compare.stats import ratio_ci, relative_spread
 from harness.error_line import error_line
-from harness.report.results import Record
+from harness.report.results import BELOW_FLOOR, Record
 
 VERDICTS = ("accuracy_lost", "accuracy_missing", "regression", "missing", "improvement", "noisy",
             "unchanged")
@@ -142,10 +144,8 @@ def _reference(runs: list[Side], threshold: float) -> tuple[Side, str]:
 
 def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
                 accuracy: tuple[Record | None, Record | None], settings: Settings) -> Row:
-    flag = next((r.flag for r in runs if r.flag), None)
     threshold = settings.threshold_for(min(r.median for r in runs))
-    reference, note = _reference(runs, threshold)
-    base = Side(reference.medians, reference.spread, flag)
+    base, note = _reference(runs, threshold)
     row = Row(key, "unchanged", base_ms=base.median)
     lost = _accuracy_verdict(*accuracy)
     if cur_record is None and (lost is None or lost[0] != "accuracy_lost"):
@@ -159,7 +159,7 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
         return row
     cur = Side.of(cur_record)
     row.cur_ms, row.ratio = cur.median, cur.median / base.median
-    flags = sorted({side.flag for side in (base, cur) if side.flag})
+    flags = sorted({side.flag for side in (base, cur) if side.flag == BELOW_FLOOR}) if row.ratio <= 1 else []
     spread = max((side.spread for side in (base, cur) if side.spread is not None), default=0.0)
     if flags or spread > settings.noise:
         reason = (f"flagged: {', '.join(flags)}" if flags

@@ -99,3 +99,13 @@ def test_baseline_runs_of_different_commits_are_refused(
     other = write(tmp_path / "other.json", records, git_commit="1" * 40)
     code, _, err = run_compare(capsys, first, other, write(tmp_path / "cur.json", records))
     assert code == 2 and "separate runs of one commit" in err and len(err.strip().splitlines()) == 1
+
+
+def test_baseline_runs_under_a_short_and_a_full_hash_of_one_commit_are_one_commit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = sweep(seed=1)
+    short = write(tmp_path / "short.json", records, git_commit="0" * 7)
+    full = write(tmp_path / "full.json", sweep(seed=3), git_commit="0" * 40)
+    assert run_compare(capsys, short, full, write(tmp_path / "cur.json", sweep(seed=2)))[0] == 0
+    other = write(tmp_path / "other.json", sweep(seed=3), git_commit="1" + "0" * 39)
+    assert run_compare(capsys, short, other, write(tmp_path / "cur.json", sweep(seed=2)))[0] == 2

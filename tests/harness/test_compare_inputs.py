@@ -253,11 +253,26 @@ def test_runs_with_and_without_isolation_are_refused(
     assert code == 2 and "different isolate" in err
 
 
-def test_a_partial_baseline_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A baseline stopped before it finished would shrink what the gate judges."""
-    baseline = write(tmp_path / "base.json", sweep(seed=1), complete=False)
-    code, _, err = run_compare(capsys, baseline, write(tmp_path / "cur.json", sweep(seed=2)))
-    assert code == 2 and "is a partial run" in err and len(err.strip().splitlines()) == 1
+@pytest.mark.parametrize("partial", ["baseline", "current"])
+def test_a_partial_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], partial: str) -> None:
+    """A run stopped before it finished would shrink what the gate judges, or pass its lost cells
+    as missing."""
+    baseline = write(tmp_path / "base.json", sweep(seed=1), complete=partial != "baseline")
+    current = write(tmp_path / "cur.json", sweep(seed=2), complete=partial != "current")
+    code, _, err = run_compare(capsys, baseline, current)
+    assert code == 2 and f"{partial} {tmp_path}" in err and "is a partial run" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_run_given_as_its_own_baseline_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same file twice, or a copy of the baseline as the run under test, compares nothing."""
+    when = {"date_utc": "2026-12-07T10:00:00+00:00"}
+    baseline = write(tmp_path / "base.json", sweep(seed=1), **when)
+    code, _, err = run_compare(capsys, baseline, baseline)
+    assert code == 2 and "is the same run as baseline" in err
+    later = write(tmp_path / "cur.json", sweep(seed=1), date_utc="2026-12-07T11:00:00+00:00")
+    assert run_compare(capsys, baseline, later)[0] == 0
 
 
 def test_header_options_that_are_not_an_object_are_refused_by_show_and_split(tmp_path: Path) -> None:
