@@ -29,10 +29,11 @@ at least a baseline's repeats.
 
 Exit status: 1 on any regression or lost or missing accuracy (and, with --fail-on-missing, any
 missing cell), when no baseline cell could be judged (every one missing), when more than
---max-noisy of the cells are noisy, or when a backend's noisy cells are together slower (a sign
-test); 0 otherwise; 2 on bad input (unreadable or malformed files, missing provenance, files
-from different GPUs or settings, fewer repeats than a baseline's, baseline runs of different
-commits).
+--max-noisy of the cells are noisy, or when a backend's cells, or the whole file's, are slower
+together by half their thresholds (a sign test), each judged or not; 0 otherwise; 2 on bad input
+(unreadable or malformed files, missing provenance, partial runs, a run given as its own
+baseline, files from different GPUs or settings, fewer repeats than a baseline's, baseline runs
+of different commits).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from harness.cli.args import (
 )
 from harness.compare.files import CompareInputError, check_compatible, load
 from harness.compare.summary import COLUMNS, failing_verdicts, markdown, summary, table_rows
-from harness.compare.verdicts import Settings, judge, noisy_share, noisy_shifts
+from harness.compare.verdicts import Settings, judge, noisy_share, shifted_together
 from harness.operator import finite_number
 from harness.report.results import atomic_write
 
@@ -126,7 +127,7 @@ def compare_main(argv: list[str]) -> int:
                if any(row.verdict == v for row in rows)]
     if not any(row.verdict != "missing" and row.base_ms is not None for row in rows):
         reasons.append("no baseline cell could be judged: the current run has none of their latencies")
-    reasons += [f"noisy but shifted: {shift}" for shift in noisy_shifts(rows, settings)]
+    reasons += [f"slower together: {shift}" for shift in shifted_together(rows, settings)]
     if (share := noisy_share(rows)) > args.max_noisy:
         reasons.append(f"{100 * share:.0f}% of the cells are noisy (more than --max-noisy "
                        f"{100 * args.max_noisy:g}%): this run cannot be judged, rerun it on a quiet GPU")
