@@ -120,7 +120,8 @@ def _shim(folder, python: str = sys.executable) -> str:
 
 def _linked_repo(tmp_path, baselines: list | None = None):
     """``tmp_path`` with the repo's code linked in and ``baselines`` under
-    ``results/baselines/h200/`` (default: the committed ones, their second runs too)."""
+    ``results/baselines/h200/`` (default: the committed ones, their second runs too); its
+    ``gate/``, the base branch's checkout in the workflow, is the folder itself."""
     tmp_path.mkdir(exist_ok=True)
     for entry in ("harness", "operators", "run.py"):
         (tmp_path / entry).symlink_to(ROOT / entry)
@@ -130,6 +131,7 @@ def _linked_repo(tmp_path, baselines: list | None = None):
         (folder / path.name).symlink_to(path)
     if baselines is None and SECOND_RUNS:
         (folder / "second_run").symlink_to(BASELINE_DIR / "second_run")
+    (tmp_path / "gate").symlink_to(".")
     return tmp_path
 
 
@@ -227,3 +229,16 @@ def test_the_workflow_judges_against_both_baseline_runs(tmp_path):
 def _x_val(shown: str) -> str:
     """A table's x_val (``1024x1024x1024``) as a record's ``str(x_val)``."""
     return str([int(part) for part in shown.split("x")]) if "x" in shown else shown
+
+
+def test_a_pull_request_is_judged_by_its_base_branchs_baselines_and_compare() -> None:
+    """A pull request could loosen its own copy of the baselines or of compare: the job reads both
+    from the base branch's checkout (gate/)."""
+    workflow = WORKFLOW.read_text()
+    checkout = workflow.split("- name: Check out the gate of the base branch", 1)[1].split("- name:", 1)[0]
+    assert "ref: ${{ github.event.pull_request.base.sha || github.sha }}" in checkout
+    assert "path: gate" in checkout
+    steps = ("List the gated baselines", "Benchmark with 7 repeats", "Compare against the H200 baselines")
+    for name in steps:
+        assert "results/baselines" not in _step(workflow, name).replace("gate/results/baselines", "")
+    assert "python gate/run.py compare" in _step(workflow, "Compare against the H200 baselines")
