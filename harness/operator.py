@@ -108,7 +108,9 @@ class Option:
     help: str
     choices: tuple[str, ...] | None = None
     parse: Callable[[str], Any] | None = None
-    """Text -> value; raises ``ValueError`` with a message saying what is wrong with the text."""
+    """Text -> value; raises ``ValueError`` with a message saying what is wrong with the text.
+    Without one, the text is read as the default's type, an int or a finite float (any other
+    default keeps the text: :func:`harness.cli.args.option_parse`)."""
 
 
 def finite_number(text: str) -> float:

@@ -35,10 +35,15 @@ def register_operator(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
 
 
 def _checked(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
-    """``cls``, refused if it still defines the ``add_options`` hook nothing reads any more."""
+    """``cls``, refused if it still defines the ``add_options`` hook nothing reads any more, or
+    does not mark exactly one backend as the baseline (what accuracy and speedup are measured against)."""
     if "add_options" in vars(cls):
         raise TypeError(f"{cls.__name__}.add_options is no longer read: declare the options as "
                         "command_line_options = (harness.operator.Option(...), ...)")
+    baselines = [backend.name for backend in cls.backends() if backend.baseline]
+    if len(baselines) != 1:
+        raise TypeError(f"{cls.__name__} must mark exactly one backend @register_benchmark(baseline=True), "
+                        f"not {len(baselines)}{': ' + ', '.join(baselines) if baselines else ''}")
     return cls
 
 

@@ -67,11 +67,32 @@ def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 finite_float = argparse_type(finite_number)
 
 
+def integer(text: str) -> int:
+    """``text`` as an int; ``ValueError`` naming it otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an integer") from None
+
+
+def option_parse(option: Option) -> Callable[[str], Any] | None:
+    """How an operator option's text becomes its value: its own ``parse``, else by the type of its
+    default (an int or a finite float; a bool or str default keeps the text)."""
+    if option.parse is not None:
+        return option.parse
+    if isinstance(option.default, bool):
+        return None
+    if isinstance(option.default, int):
+        return integer
+    return finite_number if isinstance(option.default, float) else None
+
+
 def add_operator_options(group: argparse._ArgumentGroup, options: Sequence[Option]) -> None:
     """Add an operator's own options to ``group``."""
     for option in options:
+        parse = option_parse(option)
         group.add_argument(f"--{option.name}", default=option.default, help=option.help,
-                           choices=option.choices, type=argparse_type(option.parse) if option.parse else None)
+                           choices=option.choices, type=argparse_type(parse) if parse else None)
 
 
 def non_negative_float(text: str) -> float:

@@ -8,6 +8,7 @@ stdout, or atomically to ``-o FILE``; ``--mode`` keeps only the named modes.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from harness.cli.args import (
     UsageError,
     check_writable,
     comma_list,
+    help_text,
     of_modes,
     program,
     read_result_file,
@@ -29,7 +31,8 @@ from harness.report.results import atomic_write
 
 def export_main(argv: list[str]) -> int:
     """Write one result file in the chosen format; returns the exit status."""
-    parser = OneLineParser(prog=f"{program()} export", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} export", description=help_text(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
     parser.add_argument("--format", help=f"one of: {', '.join(FORMATS)}")
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")

@@ -39,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = SUBCOMMANDS.get(argv[0]) if argv else None
     try:
+        if command is None and argv and not argv[0].startswith("-"):
+            raise UsageError(f"unknown subcommand {argv[0]!r} (valid: {', '.join(SUBCOMMANDS)}; "
+                             "a benchmark run starts with its options, e.g. --op)")
         return command(argv[1:]) if command is not None else run_command(argv)
     except UsageError as exc:
         print(f"{program()}: error: {exc}", file=sys.stderr)

@@ -3,16 +3,18 @@ a run (``--shard K/N`` files of a CI matrix, say), refusing parts of different c
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, check_writable, program
+from harness.cli.args import OneLineParser, UsageError, check_writable, help_text, program
 from harness.report.merge import MergeError, merge_parts
 from harness.report.results import ResultFileError, read_json, write_json
 
 
 def merge_main(argv: list[str]) -> int:
     """Entry point of ``run.py merge``; returns the exit status."""
-    parser = OneLineParser(prog=f"{program()} merge", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} merge", description=help_text(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("parts", type=Path, nargs="+", help="result files of disjoint parts of one run")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the merged result file")
     args = parser.parse_args(argv)

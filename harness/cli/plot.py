@@ -7,6 +7,7 @@ the others, latency where a file has neither); ``--mode`` keeps only the named m
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from harness.cli.args import (
@@ -14,6 +15,7 @@ from harness.cli.args import (
     UsageError,
     check_writable,
     comma_list,
+    help_text,
     program,
     read_result_file,
     validate_choices,
@@ -32,7 +34,8 @@ def checked_plot_path(path: Path) -> Path:
 
 def plot_main(argv: list[str]) -> int:
     """Plot one result file; returns the exit status."""
-    parser = OneLineParser(prog=f"{program()} plot", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} plot", description=help_text(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
     parser.add_argument("-o", "--output", type=Path, metavar="FILE",
                         help="FILE.png or FILE.svg (default: RESULTS with .png)")

@@ -8,11 +8,13 @@ last, after a line that marks a file written before its run finished (stopped, o
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from harness.cli.args import (
     OneLineParser,
     comma_list,
+    help_text,
     of_modes,
     program,
     read_result_file,
@@ -31,7 +33,8 @@ from harness.report.table import (
 
 def show_main(argv: list[str]) -> int:
     """Print the tables of one result file; returns the exit status."""
-    parser = OneLineParser(prog=f"{program()} show", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} show", description=help_text(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="a result file written by --output-json")
     parser.add_argument("--mode", type=comma_list, help="show only these modes (comma list)")
     args = parser.parse_args(argv)

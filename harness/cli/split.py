@@ -6,16 +6,18 @@ the baseline of each (each file keeping only its operator's options, as a run of
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from harness.cli.args import OneLineParser, UsageError, check_writable, program, read_result_file
+from harness.cli.args import OneLineParser, UsageError, check_writable, help_text, program, read_result_file
 from harness.report.results import write_json
 from harness.report.split import split_by_sweep
 
 
 def split_main(argv: list[str]) -> int:
     """Entry point of ``run.py split``; returns the exit status."""
-    parser = OneLineParser(prog=f"{program()} split", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog=f"{program()} split", description=help_text(__doc__),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="a result file")
     parser.add_argument("-o", "--output-dir", type=Path, required=True,
                         help="where the <op>_<mode>.json files go (made if missing)")

@@ -183,7 +183,10 @@ def _draw_marks(ax: Axes, panel: Panel, styles: dict[str, tuple[str, str]]) -> N
 
 def _draw_ceiling(ax: Axes, panel: Panel) -> None:
     """The ceiling as a dashed line, labelled above its left end (with its value where it is one)."""
-    ax.plot(range(len(panel.shapes)), panel.ceiling, color="0.35", ls="--", lw=1.2, gid="ceiling")
+    xs, ys = list(range(len(panel.shapes))), list(panel.ceiling)
+    if len(xs) == 1:  # one shape: a segment across its marks, where one point would draw nothing
+        xs, ys = [-0.4, 0.4], ys * 2
+    ax.plot(xs, ys, color="0.35", ls="--", lw=1.2, gid="ceiling")
     label = panel.ceiling_label
     one_value = all(math.isclose(c, panel.ceiling[0], rel_tol=1e-9) for c in panel.ceiling)
     if panel.metric != "latency" and one_value:

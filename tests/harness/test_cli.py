@@ -135,13 +135,21 @@ def _installed_command() -> str:
     return found
 
 
+def test_a_mistyped_subcommand_names_the_valid_ones() -> None:
+    result = run_cli("shwo", "results.json")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "run.py: error: unknown subcommand 'shwo' (valid: compare, export, merge, plot, show, split, "
+        "tritonbench, tune; a benchmark run starts with its options, e.g. --op)")
+
+
 def test_installed_command_names_itself_in_errors_and_help() -> None:
     command = _installed_command()
     result = subprocess.run([command, "tune", "--op", "nope"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip() == "opbench: error: unknown op 'nope' (valid: addmm, exp, gemm, rms_norm)"
     helps = {}
-    for subcommand in ("", "tune", "compare", "tritonbench"):
+    for subcommand in ("", "tune", "compare", "tritonbench", "show", "export", "plot", "merge", "split"):
         shown = subprocess.run([command, *subcommand.split(), "--help"], capture_output=True, text=True,
                                timeout=120)
         assert shown.returncode == 0, shown.stderr

@@ -81,6 +81,12 @@ def test_the_ceiling_is_the_measured_bandwidth_of_the_cells_traffic(tmp_path: Pa
     assert list(_lines(figure)["ceiling"].get_ydata()) == [pytest.approx(ceiling)] * len(SHAPES)
 
 
+def test_one_shape_still_draws_its_ceiling_as_a_segment(tmp_path: Path) -> None:
+    figure = plot_results({"copy_gbps": 90.0}, [_gbps("eager", 1024, 50.0)], tmp_path / "one.png")
+    ceiling = _lines(figure)["ceiling"]
+    assert list(ceiling.get_ydata()) == [90.0, 90.0] and list(ceiling.get_xdata()) == [-0.4, 0.4]
+
+
 def test_a_compute_bound_operator_plots_tflops_against_the_datasheet_peak(tmp_path: Path) -> None:
     path = ROOT / "results" / "h200" / "gemm" / "gemm_bwd_bf16_r7.json"
     header, records = read_json(path)

@@ -66,3 +66,31 @@ def test_a_plugin_that_cannot_load_is_one_line_of_bad_input(plugin: str, reason:
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and reason in result.stderr
 
+
+
+@pytest.mark.parametrize(("edit", "count"), [("baseline=True", 0), ("register_benchmark()", 2)])
+def test_an_operator_without_exactly_one_baseline_is_refused_when_it_loads(
+        tmp_path: Path, edit: str, count: int) -> None:
+    text = Path("examples/plugins/new_operator.py").read_text()
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(text.replace(edit, "" if count == 0 else "register_benchmark(baseline=True)"))
+    result = run_cli("--plugin", str(plugin), "--op", "scale2", "--metrics", "accuracy", "--no-save")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    must = "Scale2 must mark exactly one backend @register_benchmark(baseline=True)"
+    assert f"{must}, not {count}" in result.stderr
+
+
+def test_an_option_without_parse_is_read_as_its_defaults_type(tmp_path: Path) -> None:
+    text = Path("examples/plugins/new_operator.py").read_text()
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(text.replace("BenchmarkOperator, Mode,", "BenchmarkOperator, Mode, Option,")
+                      .replace('    name = "scale2"\n', '    name = "scale2"\n'
+                               '    command_line_options = (Option("factor", 2, help="unused"),)\n'))
+    refused = run_cli("--plugin", str(plugin), "--op", "scale2", "--factor", "two", "--no-save")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == "run.py: error: argument --factor: 'two' is not an integer"
+    out = tmp_path / "r.json"
+    result = run_cli("--plugin", str(plugin), "--op", "scale2", "--factor", "3", "--shape", "1000",
+                     "--metrics", "accuracy", "--output-json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert read_json(out)[0]["options"] == {"factor": 3}

@@ -37,6 +37,7 @@ EXAMPLES = """examples:
   {run} show results.json --mode bwd   (print a result file's tables)
   {run} export results.json --format hud-v3 -o hud.json   (tritonbench-csv, tritonbench-json)
   {run} --op rms_norm --shard 2/4 --output-json part2.json   ({prog} merge joins the parts)
+  {run} split all.json -o results/baselines/h200   (one result file per op and mode)
   {torchrun} --op gemm --mode fwd,bwd --repeats 7   (one rank a GPU)
   {run} plot results.json -o results.svg   (draw a result file's panels)
   {run} tune --op exp            (regenerate stored Helion configs on this GPU)
