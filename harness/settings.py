@@ -44,6 +44,10 @@ class TimerSettings:
         )
 
 
+STARTUP_TIMEOUT_S = 600.0
+"""What an ``--isolate`` worker's start-up, or a silent ``--parallel-compile`` worker, may take by default."""
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """What the command line decided for every sweep of a run."""
@@ -58,7 +62,7 @@ class RunSettings:
     atol: float | None = None
     isolate: bool = False
     timeout_s: float | None = None
-    startup_timeout_s: float = 600.0
+    startup_timeout_s: float = STARTUP_TIMEOUT_S
     plugins: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     profile_dir: str | None = None

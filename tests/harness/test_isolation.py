@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from harness.report.results import read_json
@@ -79,8 +80,9 @@ def test_a_timeout_shorter_than_the_setup_does_not_fail_a_healthy_cell(tmp_path:
     assert cells[("slow_setup", "accuracy")].value == 1.0 and cells[("slow_setup", "latency")].value > 0
 
 
-def test_timeout_without_isolate_is_bad_input() -> None:
-    result = run_cli("--op", "exp", "--timeout", "5")
+@pytest.mark.parametrize("flag", ["--timeout", "--startup-timeout"])
+def test_a_worker_timeout_without_workers_is_bad_input(flag: str) -> None:
+    result = run_cli("--op", "exp", flag, "5")
     assert result.returncode == 2 and "--isolate" in result.stderr
 
 

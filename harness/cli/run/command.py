@@ -31,7 +31,7 @@ from harness.report.plot import PLOT_METRICS
 from harness.report.results import Record, write_json
 from harness.report.run_header import make_header, python_argv
 from harness.report.table import ceilings_line, options_line
-from harness.settings import DEFAULT_FLUSH, RunSettings, TimerSettings
+from harness.settings import DEFAULT_FLUSH, STARTUP_TIMEOUT_S, RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work
 from harness.sweep.in_process import MAX_SEED, MIN_SEED
 from harness.sweep.precompile import precompile
@@ -109,6 +109,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"--repeats {args.repeats}: must be at least 1")
     if args.timeout is not None and not args.isolate:
         raise UsageError("--timeout needs --isolate (a cell in this process cannot be stopped)")
+    if args.startup_timeout is not None and not (args.isolate or args.parallel_compile):
+        raise UsageError("--startup-timeout needs --isolate or --parallel-compile (it limits their workers)")
     if not MIN_SEED <= args.seed <= MAX_SEED:
         raise UsageError(f"--seed {args.seed}: must be within {MIN_SEED}..{MAX_SEED}")
     if args.profile == "":
@@ -139,7 +141,7 @@ def _settings(args: argparse.Namespace) -> RunSettings:
                                   else [])],
         timer=TimerSettings.default(device, args.warmup, args.rep, args.cudagraph, args.l2_flush),
         repeats=args.repeats, seed=args.seed, rtol=args.rtol, atol=args.atol, isolate=args.isolate,
-        timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
+        timeout_s=args.timeout, startup_timeout_s=args.startup_timeout or STARTUP_TIMEOUT_S,
         plugins=[str(Path(p).resolve()) for p in args.plugin], options=options,
         profile_dir=None if args.profile is None else str(Path(args.profile).resolve()),
     )

@@ -114,9 +114,10 @@ def build_parser() -> OneLineParser:
     add("--timeout", type=positive_float,
         help="with --isolate: seconds one cell may take once it starts timing, or, untimed, once its "
              "first call is done (its start-up has its own)")
-    add("--startup-timeout", type=positive_float, default=600.0,
+    add("--startup-timeout", type=positive_float,
         help="with --isolate: seconds a cell's worker may take for its start-up: imports, inputs, the "
-             "reference, set-up and the first call, where compilation happens (default 600)")
+             "reference, set-up and the first call, where compilation happens; with --parallel-compile: "
+             "seconds a compile worker may stay silent (default 600)")
     add("--parallel-compile", type=non_negative_int, default=0, metavar="N",
         help="before timing, call every cell once (accuracy only) in N processes at once, so the "
              "compilers' on-disk caches hold what the run compiles (on a GPU: about its CPU cores)")
