@@ -6,7 +6,8 @@ options; every part must have finished; ``--shard`` parts must share their plan 
 command set out to measure, before the shard took its share) and be each of ``1/N`` .. ``N/N``
 of one N exactly once; and no cell may be in two parts (separate runs of disjoint shapes
 merge).  The merged header keeps the first part's fields (but a split file's ``split``:
-:mod:`harness.report.split`) and lists every part's shard and GPUs.
+:mod:`harness.report.split`) and lists every part's shard and GPUs; the records are put in the
+order of the run's plan, as one unsharded run writes them (:func:`in_plan_order`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,21 @@ def merge_parts(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> tuple[
               "gpus": [gpu for _, h, _ in parts for gpu in h.get("gpus", [])]}
     header.pop("shard", None)
     header.pop("split", None)
-    return header, records
+    return header, in_plan_order(records, first.get("plan"))
+
+
+def in_plan_order(records: list[Record], plan: Any) -> list[Record]:
+    """``records`` in the order their run's ``plan`` swept them (its sweeps, then each sweep's
+    shapes), as one unsharded run writes them; records the plan does not place keep their order, last."""
+    sweeps = plan.get("sweeps") if isinstance(plan, dict) else None
+    if not isinstance(sweeps, list):
+        return records
+    places: dict[tuple, tuple[int, int]] = {}
+    for i, sweep in enumerate(sweeps):
+        for j, shape in enumerate(sweep.get("shapes", []) if isinstance(sweep, dict) else []):
+            places.setdefault((sweep.get("op"), sweep.get("mode"), tuple(shape)), (i, j))
+    unplaced = (len(sweeps), 0)
+    return sorted(records, key=lambda r: places.get((r.op, r.mode, r.cell()[3]), unplaced))
 
 
 def _shards(parts: list[tuple[str, dict[str, Any], list[Record]]]) -> list[str | None]:

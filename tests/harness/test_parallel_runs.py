@@ -93,6 +93,7 @@ def test_shards_are_disjoint_and_their_merge_is_the_whole_run(tmp_path: Path) ->
     result = run_cli("merge", *map(str, parts), "-o", str(merged))
     assert result.returncode == 0, result.stderr
     assert set(_cells(merged)) == set(_cells(whole))
+    assert list(_cells(merged)) == list(_cells(whole)), "the merge is in the run's order"
     header, _ = read_json(merged)
     assert sorted(header["shards"]) == ["1/3", "2/3", "3/3"]
     # compare accepts the merged file and judges every cell (its verdicts are CPU timings, which
