@@ -179,20 +179,23 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
     row.run_noise = settings.run_noise
     limit = max(threshold, 2 * row.run_noise)
     noisy_limit = max(limit, settings.noisy_threshold)
-    row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
+    ratio_only = len(base.medians) == 1 or len(cur.medians) == 1
+    if not ratio_only:  # an interval of one side's repeats alone would hide the other's variation
+        row.ci = ratio_ci(base.medians, cur.medians, settings.bootstrap_samples)
+    low, high = row.ci or (row.ratio, row.ratio)
     inconclusive = f"interval inconclusive, but {max(row.ratio, 1 / row.ratio):.2f}x"
-    if row.ratio > 1 + limit and row.ci[0] > 1 + row.run_noise:
+    if row.ratio > 1 + limit and low > 1 + row.run_noise:
         row.verdict = "regression"
     elif row.ratio > 1 + noisy_limit:
         row.verdict, note = "regression", _joined(note, f"{inconclusive} slower")
-    elif row.ratio < 1 / (1 + limit) and row.ci[1] < 1 / (1 + row.run_noise):
+    elif row.ratio < 1 / (1 + limit) and high < 1 / (1 + row.run_noise):
         row.verdict = "improvement"
     elif row.ratio < 1 / (1 + noisy_limit):
         row.verdict, note = "improvement", _joined(note, f"{inconclusive} faster")
     elif abs(row.ratio - 1) > limit:
         row.verdict = "noisy"
         note = _joined(note, "beyond threshold, within the interval's run noise")
-    if len(base.medians) == 1 or len(cur.medians) == 1:
+    if ratio_only:
         note = _joined(note, "no repeats on one side: ratio only")
     row.note = note
     return row

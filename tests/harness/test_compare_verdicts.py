@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.compare.verdicts import Settings, judge
 from harness.report.results import Record
 from tests.harness.compare_helpers import (
     BACKENDS,
@@ -123,6 +124,14 @@ def test_without_repeats_the_ratio_alone_decides(tmp_path: Path, capsys: pytest.
     assert code == 1
     assert verdicts[("4096", "triton")] == ("regression", "no repeats on one side: ratio only")
     assert verdicts[("4096", "eager")] == ("unchanged", "no repeats on one side: ratio only")
+
+
+def test_one_side_without_repeats_shows_no_interval() -> None:
+    """An interval bootstrapped from one side's repeats would hide the other side's variation."""
+    baseline, current = sweep(seed=1, repeats=1), sweep(seed=2, repeats=3, scale={"triton": 1.2})
+    rows = judge([baseline], current, Settings(0.05, 0.10, 0.10, 0.25, 0.01, 1000))
+    assert all(row.ci is None and row.note == "no repeats on one side: ratio only" for row in rows)
+    assert {row.verdict for row in rows if row.key[4] == "triton"} == {"regression"}
 
 
 @pytest.mark.parametrize(("base_repeats", "cur_repeats"), [(3, 3), (2, 2), (3, 7)])
