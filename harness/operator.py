@@ -109,8 +109,8 @@ class Option:
     choices: tuple[str, ...] | None = None
     parse: Callable[[str], Any] | None = None
     """Text -> value; raises ``ValueError`` with a message saying what is wrong with the text.
-    Without one, the text is read as the default's type, an int or a finite float (any other
-    default keeps the text: :func:`harness.cli.args.option_parse`)."""
+    Without one, the text is read as the default's type, an int or a finite float (an option
+    with ``choices``, or any other default, keeps the text: :func:`harness.cli.args.option_parse`)."""
 
 
 def finite_number(text: str) -> float:
@@ -196,14 +196,17 @@ class BenchmarkOperator:
 
     @classmethod
     def backends(cls) -> list[Backend]:
-        """Registered backends, baseline first, then in definition order."""
-        found: list[Backend] = []
-        for klass in reversed(cls.__mro__):
-            for attr in vars(klass).values():
+        """Registered backends, baseline first, then in definition order; a method a subclass
+        redefines is its own (registered or not)."""
+        found: dict[str, Backend] = {}
+        for klass in reversed(cls.__mro__):  # a subclass's method of a name replaces its parent's
+            for name, attr in vars(klass).items():
                 backend = getattr(attr, "_benchmark", None)
-                if backend is not None and backend not in found:
-                    found.append(backend)
-        return sorted(found, key=lambda b: not b.baseline)
+                if backend is None:
+                    found.pop(name, None)
+                else:
+                    found[name] = backend
+        return sorted(dict.fromkeys(found.values()), key=lambda b: not b.baseline)
 
     @classmethod
     def baseline(cls) -> Backend:

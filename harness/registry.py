@@ -40,6 +40,11 @@ def _checked(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
     if "add_options" in vars(cls):
         raise TypeError(f"{cls.__name__}.add_options is no longer read: declare the options as "
                         "command_line_options = (harness.operator.Option(...), ...)")
+    return _one_baseline(cls)
+
+
+def _one_baseline(cls: type[BenchmarkOperator]) -> type[BenchmarkOperator]:
+    """``cls``, refused unless exactly one of its backends is the baseline."""
     baselines = [backend.name for backend in cls.backends() if backend.baseline]
     if len(baselines) != 1:
         raise TypeError(f"{cls.__name__} must mark exactly one backend @register_benchmark(baseline=True), "
@@ -102,3 +107,4 @@ def attach_pending_backends() -> None:
         if replaced is not None and replaced.baseline and not method._benchmark.baseline:
             method._benchmark = dataclasses.replace(method._benchmark, baseline=True)
         setattr(target, method.__name__, method)
+        _one_baseline(target)

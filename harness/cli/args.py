@@ -77,10 +77,11 @@ def integer(text: str) -> int:
 
 def option_parse(option: Option) -> Callable[[str], Any] | None:
     """How an operator option's text becomes its value: its own ``parse``, else by the type of its
-    default (an int or a finite float; a bool or str default keeps the text)."""
+    default (an int or a finite float; an option with ``choices``, or a bool or str default,
+    keeps the text)."""
     if option.parse is not None:
         return option.parse
-    if isinstance(option.default, bool):
+    if option.choices is not None or isinstance(option.default, bool):
         return None
     if isinstance(option.default, int):
         return integer

@@ -13,8 +13,9 @@ Every cell (op, mode, dtype, x_val, backend) with an ok latency in a BASELINE ge
                     1 + run noise or the ratio above 1 + --noisy-threshold; for a noisy cell,
                     the ratio above 1 + --noisy-threshold
   improvement       the mirror image of regression
-  noisy             flagged on either side (e.g. below_physical_floor), or either side's repeat
-                    medians spread wider than --noise, and within --noisy-threshold; or a ratio
+  noisy             either side's repeat medians spread wider than --noise, or no slower and
+                    flagged below_physical_floor (in CURRENT or the baseline run it is judged
+                    against), and within --noisy-threshold; or a ratio
                     beyond the threshold, within --noisy-threshold, whose interval does not
                     clear the run noise
   unchanged         everything else

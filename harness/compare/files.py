@@ -134,10 +134,12 @@ def _one_commit(commits: list[str | None]) -> bool:
     return all(len(c) >= 7 and longest.startswith(c) for c in commits)
 
 
-def _same_run(base: dict[str, Any], cur: dict[str, Any]) -> bool:
-    """Whether two headers are of one run: the same commit, timed at the same moment."""
-    return (cur.get("date_utc") is not None and cur.get("date_utc") == base.get("date_utc")
-            and _one_commit([base.get("git_commit"), cur.get("git_commit")]))
+def _same_run(base: ResultFile, cur: ResultFile) -> bool:
+    """Whether two files hold one run: the same commit, started at the same moment, the same records."""
+    when = cur.header.get("date_utc")
+    return (when is not None and when == base.header.get("date_utc")
+            and _one_commit([base.header.get("git_commit"), cur.header.get("git_commit")])
+            and base.records == cur.records)
 
 
 def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_mismatch: bool) -> None:
@@ -155,7 +157,7 @@ def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_
         if base.header.get("complete") is False:
             raise CompareInputError(f"baseline {base.path} is a partial run (stopped before it finished): "
                                     "the cells it lacks would go unjudged")
-        if _same_run(base.header, cur.header):
+        if _same_run(base, cur):
             raise CompareInputError(f"current {cur.path} is the same run as baseline {base.path} (its "
                                     "commit and time): give the baseline(s) first, the run under test last")
     if len(baselines) > 1:

@@ -102,6 +102,8 @@ class Row:
     ci: tuple[float, float] | None = None
     run_noise: float | None = None
     note: str = ""
+    threshold: float | None = None
+    """The relative change that counts for this cell (by its fastest baseline run's median)."""
 
 
 def _accuracy_verdict(base_acc: Record | None, cur_acc: Record | None) -> tuple[str, str] | None:
@@ -149,7 +151,7 @@ def _judge_cell(key: CellKey, runs: list[Side], cur_record: Record | None,
                 accuracy: tuple[Record | None, Record | None], settings: Settings) -> Row:
     threshold = settings.threshold_for(min(r.median for r in runs))
     base, note = _reference(runs, threshold)
-    row = Row(key, "unchanged", base_ms=base.median)
+    row = Row(key, "unchanged", base_ms=base.median, threshold=threshold)
     lost = _accuracy_verdict(*accuracy)
     if cur_record is None and (lost is None or lost[0] != "accuracy_lost"):
         row.verdict, row.note = "missing", "absent from current"
@@ -234,12 +236,12 @@ def judge(baselines: list[list[Record]], current: list[Record], settings: Settin
 
 
 def shifted_together(rows: list[Row], settings: Settings) -> list[str]:
-    """Why the gate fails for cells slower together that each passed: per backend (of an op, mode
+    """Why the gate fails for cells slower together, however each was judged: per backend (of an op, mode
     and dtype) and over the whole file, more of them slower than a fair coin gives (a one-sided
     sign test at :data:`SHIFT_SIGNIFICANCE`: 7 of 7, 15 of 18) and their median ratio beyond
     :data:`SHIFT_SHARE` of each cell's threshold (and twice the run noise).  A slowdown spread
     under the per-cell threshold, or hidden in noisy cells, still fails."""
-    judged = [row for row in rows if row.ratio is not None and row.base_ms is not None]
+    judged = [row for row in rows if row.ratio is not None and row.threshold is not None]
     groups = defaultdict(list)
     for row in judged:
         op, mode, dtype, _, backend = row.key
@@ -251,7 +253,7 @@ def shifted_together(rows: list[Row], settings: Settings) -> list[str]:
         slower = sum(row.ratio > 1 for row in group)
         p = binomtest(slower, len(group), alternative="greater").pvalue
         beyond = statistics.median(
-            row.ratio / (1 + max(SHIFT_SHARE * settings.threshold_for(row.base_ms), 2 * settings.run_noise))
+            row.ratio / (1 + max(SHIFT_SHARE * row.threshold, 2 * settings.run_noise))
             for row in group)
         if p < SHIFT_SIGNIFICANCE and beyond > 1:
             ratio = statistics.median(row.ratio for row in group)

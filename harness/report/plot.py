@@ -193,7 +193,7 @@ def _draw_ceiling(ax: Axes, panel: Panel) -> None:
         value = panel.ceiling[0]
         label += f" {value:.0f}" if value >= 100 else f" {value:.3g}"
         label += f" {AXIS_LABELS[panel.metric]}"
-    ax.annotate(label, (0, panel.ceiling[0]), xytext=(-4, 3), textcoords="offset points",
+    ax.annotate(label, (xs[0], panel.ceiling[0]), xytext=(-4, 3), textcoords="offset points",
                 fontsize=7.5, color="0.3", va="bottom")
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.args import integer, option_parse
+from harness.operator import Option
 from harness.report.results import read_json
 from tests.helpers import BUILTIN_OPERATORS, run_cli
 
@@ -193,3 +195,8 @@ def test_a_wrong_result_alone_exits_1() -> None:
                      "--warmup", "0")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == "1 cell(s) failed: exp/fwd/wrong_result/1000"
+
+
+def test_an_option_with_text_choices_keeps_its_text() -> None:
+    assert option_parse(Option("n", 2, help="", choices=("1", "2"))) is None
+    assert option_parse(Option("n", 2, help="")) is integer

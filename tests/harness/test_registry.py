@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness import registry
-from harness.operator import BenchmarkOperator
+from harness.operator import BenchmarkOperator, register_benchmark
 from harness.tritonbench.adapters import tritonbench_adapters
+from operators.exp.operator import ExpOperator
 from operators.gemm.operator import GemmOperator
 from tests.helpers import BUILTIN_OPERATORS
 
@@ -58,3 +59,31 @@ def test_a_plugin_operator_named_like_a_builtin_replaces_it_whenever_it_register
     monkeypatch.setattr(registry, "_OPERATORS", {"gemm": PluginGemm})
     monkeypatch.setattr(registry, "_builtins_loaded", False)
     assert registry.load_operator("gemm") is PluginGemm  # the built-ins, loaded after, keep it
+
+
+def test_a_subclass_may_move_the_baseline_to_a_backend_of_its_own() -> None:
+    class MovedBaseline(ExpOperator):
+        name = "moved_baseline"
+
+        @register_benchmark()
+        def eager(self, x):  # the parent's baseline, registered here as a plain backend
+            return lambda: x.exp()
+
+        @register_benchmark(baseline=True)
+        def reference(self, x):
+            return lambda: x.exp()
+
+    assert registry._checked(MovedBaseline).baseline().name == "reference"
+    assert [b.name for b in MovedBaseline.backends()].count("eager") == 1
+
+
+def test_a_backend_attached_as_a_second_baseline_is_refused(
+        isolated_registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ExpOperator, "second", None, raising=False)  # deleted again after the test
+
+    def second(self, x):
+        return lambda: x.exp()
+
+    register_benchmark(operator="exp", baseline=True)(second)
+    with pytest.raises(TypeError, match="exactly one backend .* not 2: eager, second"):
+        registry.attach_pending_backends()
