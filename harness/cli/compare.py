@@ -31,7 +31,7 @@ at least a baseline's repeats.
 Exit status: 1 on any regression or lost or missing accuracy (and, with --fail-on-missing, any
 missing cell), when no baseline cell could be judged (every one missing), when more than
 --max-noisy of the cells are noisy, or when a backend's cells, or the whole file's, are slower
-together by half their thresholds (a sign test), each judged or not; 0 otherwise; 2 on bad input
+together by half their thresholds (a sign test), however each cell was judged; 0 otherwise; 2 on bad input
 (unreadable or malformed files, missing provenance, partial runs, a run given as its own
 baseline, files from different GPUs or settings, fewer repeats than a baseline's, baseline runs
 of different commits).

@@ -21,7 +21,15 @@ from harness.cli.args import (
 from harness.metrics.cell_data import DEFAULT_TIMER
 from harness.metrics.table import DEFAULT_METRICS, METRICS
 from harness.operator import DTYPE_NAMES, Mode, Shape
-from harness.settings import CPU_REP_MS, CPU_WARMUP_MS, CUDA_REP_MS, CUDA_WARMUP_MS, DEFAULT_FLUSH, FLUSHES
+from harness.settings import (
+    CPU_REP_MS,
+    CPU_WARMUP_MS,
+    CUDA_REP_MS,
+    CUDA_WARMUP_MS,
+    DEFAULT_FLUSH,
+    FLUSHES,
+    STARTUP_TIMEOUT_S,
+)
 from harness.timing import TIMER_KINDS
 
 EXAMPLES = """examples:
@@ -117,7 +125,7 @@ def build_parser() -> OneLineParser:
     add("--startup-timeout", type=positive_float,
         help="with --isolate: seconds a cell's worker may take for its start-up: imports, inputs, the "
              "reference, set-up and the first call, where compilation happens; with --parallel-compile: "
-             "seconds a compile worker may stay silent (default 600)")
+             f"seconds a compile worker may stay silent (default {STARTUP_TIMEOUT_S:g})")
     add("--parallel-compile", type=non_negative_int, default=0, metavar="N",
         help="before timing, call every cell once (accuracy only) in N processes at once, so the "
              "compilers' on-disk caches hold what the run compiles (on a GPU: about its CPU cores)")
