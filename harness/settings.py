@@ -47,6 +47,9 @@ class TimerSettings:
 STARTUP_TIMEOUT_S = 600.0
 """What an ``--isolate`` worker's start-up, or a silent ``--parallel-compile`` worker, may take by default."""
 
+GATHER_TIMEOUT_S = 1800.0
+"""How long rank 0 of a torchrun run waits by default for a rank that stopped reporting."""
+
 
 @dataclass(frozen=True)
 class RunSettings:

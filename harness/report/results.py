@@ -98,14 +98,19 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def write_json(path: Path, header: dict[str, Any], records: list[Record]) -> None:
-    """Write a result file atomically (temp file + rename)."""
+def result_json(header: dict[str, Any], records: list[Record]) -> str:
+    """A result file's text."""
     payload = {
         "schema": SCHEMA_VERSION,
         "header": _finite_or_none(header),
         "records": [_finite_or_none(dataclasses.asdict(r)) for r in records],
     }
-    atomic_write(path, json.dumps(payload, indent=1, allow_nan=False) + "\n")
+    return json.dumps(payload, indent=1, allow_nan=False) + "\n"
+
+
+def write_json(path: Path, header: dict[str, Any], records: list[Record]) -> None:
+    """Write a result file atomically (temp file + rename)."""
+    atomic_write(path, result_json(header, records))
 
 
 class ResultFileError(ValueError):

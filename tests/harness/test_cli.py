@@ -102,6 +102,11 @@ def test_variant_backends_run_only_when_named(tmp_path: Path) -> None:
         (["--op", "exp", "--cudagraph"], "--device cuda"),
         (["--op", "exp", "--device", "cpu", "--l2-flush", "dirty"], "needs --device cuda"),
         (["--op", "exp", "--no-save", "--output-json", "r.json"], "give one of them"),
+        (["--op", "exp", "--csv", "-", "--output-json", "-"], "both write to stdout"),
+        (["--op", "exp", "--gather-timeout", "5"], "under torchrun only"),
+        (["--op", "exp", "--bias", "2d"], "option of addmm, which --op does not name (--op exp)"),
+        (["--op", "exp", "--bias=2d"], "--bias is an option of addmm"),
+        (["--op", "exp", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         (["--op", "exp", "--num-inputs", "0"], "at least 1"),
         (["--op", "exp", "--repeats", "0"], "at least 1"),
         (["--op", "exp", "--baseline", "nope"], "torch_compile"),
@@ -168,6 +173,17 @@ def test_json_file_is_valid_after_each_shape(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     payload = json.loads(out.read_text())
     assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
+
+
+def test_output_json_dash_prints_the_result_file_alone_on_stdout(tmp_path: Path) -> None:
+    result = run_cli("--op", "exp", "--shape", "100", "--shape", "200", "--only", "eager",
+                     "--rep", "1", "--warmup", "0", "--output-json", "-", "--output-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["header"]["complete"] is True
+    assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
+    assert "exp fwd float32" in result.stderr
+    assert not Path("-").exists() and not list(tmp_path.iterdir())
 
 
 def test_a_sweep_in_which_every_cell_was_skipped_exits_1() -> None:

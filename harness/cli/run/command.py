@@ -28,10 +28,10 @@ from harness.operator import DTYPE_NAMES, BenchmarkOperator, Mode
 from harness.plugins import PluginError, load_plugins
 from harness.registry import UnknownOperatorError, load_operator, operator_names
 from harness.report.plot import PLOT_METRICS
-from harness.report.results import Record, write_json
+from harness.report.results import Record
 from harness.report.run_header import make_header, python_argv
 from harness.report.table import ceilings_line, options_line
-from harness.settings import DEFAULT_FLUSH, STARTUP_TIMEOUT_S, RunSettings, TimerSettings
+from harness.settings import DEFAULT_FLUSH, GATHER_TIMEOUT_S, STARTUP_TIMEOUT_S, RunSettings, TimerSettings
 from harness.sweep.continuation import continue_in_workers, remaining_work
 from harness.sweep.in_process import MAX_SEED, MIN_SEED
 from harness.sweep.precompile import precompile
@@ -84,7 +84,22 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     for name in first.op or []:
         group = parser.add_argument_group(f"{name} options")
         add_operator_options(group, load_operator(name).command_line_options)
-    return parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, unknown, first.op or [])
+    return args
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str], ops: list[str]) -> None:
+    """Name the operators an unknown option belongs to, or refuse it as argparse would."""
+    for token in (t for t in unknown if t.startswith("--")):
+        name = token.removeprefix("--").split("=")[0]
+        owners = [op for op in operator_names()
+                  if any(option.name == name for option in load_operator(op).command_line_options)]
+        if owners:
+            raise UsageError(f"--{name} is an option of {', '.join(owners)}, which --op does not name "
+                             f"(--op {','.join(ops) or 'not given'})")
+    parser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
 def _device(requested: str | None) -> str:
@@ -126,6 +141,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError(f"--l2-flush {args.l2_flush} needs --device cuda (the CPU timer flushes nothing)")
     if args.no_save and args.output_json is not None:
         raise UsageError("--no-save keeps no result file and --output-json names one: give one of them")
+    if args.csv == "-" and args.output_json == "-":
+        raise UsageError("--csv - and --output-json - both write to stdout: send one of them to a file")
     if args.cudagraph and Mode.BWD in modes_from(args):
         raise UsageError("--cudagraph cannot replay --mode bwd alone: the retained graph's backward runs "
                          "on its forward's stream, outside the capture (valid: fwd, fwd_no_grad, fwd_bwd)")
@@ -253,8 +270,10 @@ def run_command(argv: list[str]) -> int:
         if args.parallel_compile:
             raise UsageError("--parallel-compile cannot run under torchrun: fill the caches first with "
                              f"{invocation()} ... --parallel-compile N --metrics accuracy --no-save")
-        return run_ranked(args, settings, sweeps, rank, args.gather_timeout)
+        return run_ranked(args, settings, sweeps, rank, args.gather_timeout or GATHER_TIMEOUT_S)
     plan = run_plan(sweeps, settings.metrics)
+    if args.gather_timeout is not None:
+        raise UsageError("--gather-timeout applies under torchrun only (it bounds waiting on a silent rank)")
     if args.shard:
         try:
             part, parts = parse_shard(args.shard)
@@ -278,8 +297,7 @@ def run_command(argv: list[str]) -> int:
 
     def sink(new: list[Record]) -> None:
         records.extend(new)
-        if outputs.json_path is not None:
-            write_json(outputs.json_path, header, records)
+        outputs.save(header, records)
 
     ending = _precompile(sweeps, args.parallel_compile) if args.parallel_compile and sweeps else "finished"
     if ending == "finished":
@@ -291,8 +309,7 @@ def run_command(argv: list[str]) -> int:
         print(line, file=outputs.text)
     write_plot(header, records, outputs)
     header["complete"] = ending == "finished"
-    if outputs.json_path is not None:
-        write_json(outputs.json_path, header, records)
+    outputs.save(header, records, final=True)
     if args.shard and not sweeps and ending == "finished":
         print(f"--shard {args.shard}: no cells fell to this part (more parts than the run's work)",
               file=sys.stderr)

@@ -4,7 +4,8 @@ Every run keeps its records in a result file (``--output-json PATH``, or by defa
 timestamped file in the ignored ``--output-dir``; ``--no-save`` turns it off), rewritten after
 each finished cell, so a run that is stopped keeps what it finished.  ``--csv -`` writes the
 tables as CSV to stdout (``;``-separated, one after another, as tritonbench does) and then
-prints everything else to stderr; ``--csv PATH`` writes one file, or, for several tables, one
+prints everything else to stderr, as ``--output-json -`` does with the result file, written
+once the run ends; ``--csv PATH`` writes one file, or, for several tables, one
 file each named ``<stem>_<op>_<mode>_<precision><suffix>``.  ``--plot FILE`` draws the run's
 records after the tables, as ``run.py plot`` draws a result file.
 """
@@ -20,7 +21,7 @@ from typing import Any, TextIO
 
 from harness.report.exporters.tritonbench import tritonbench_rows
 from harness.report.plot import PLOT_METRICS, plot_results
-from harness.report.results import Record, csv_text, write_csv
+from harness.report.results import Record, csv_text, result_json, write_csv, write_json
 from harness.report.table import TableData, group_records, kernel_tables, render, x_label
 
 MAX_LISTED_FAILURES = 8
@@ -37,7 +38,7 @@ def result_name(ops: list[str], modes: list[str], precision: str, stamp: str, su
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where a run writes: its result file (None with --no-save), its CSV target, its plot, the stamp."""
+    """Where a run writes: its result file, its CSV target, its plot, and the stamp that names them."""
 
     json_path: Path | None
     csv: str | None
@@ -46,24 +47,34 @@ class Outputs:
     precision: str
     stamp: str
     several_tables: bool = False
+    json_stdout: bool = False
 
     @classmethod
     def of(cls, args: argparse.Namespace, precision: str, modes: list[str]) -> Outputs:
         stamp = run_stamp()
         json_path = None
-        if not args.no_save:
+        json_stdout = args.output_json == "-"
+        if not args.no_save and not json_stdout:
             json_path = (Path(args.output_json) if args.output_json
                          else Path(args.output_dir) / result_name(args.op, modes, precision, stamp, "json"))
         plot_path = Path(args.plot) if args.plot else None
         # Named by the tables the run asks for, not by those it finished: a stopped run's CSV
         # files have the names its whole run's would.
         several = len(args.op) * len(modes) > 1
-        return cls(json_path, args.csv, plot_path, Path(args.output_dir), precision, stamp, several)
+        return cls(json_path, args.csv, plot_path, Path(args.output_dir), precision, stamp, several,
+                   json_stdout)
 
     @property
     def text(self) -> TextIO:
-        """Where the human-readable output goes: stderr when stdout carries CSV."""
-        return sys.stderr if self.csv == "-" else sys.stdout
+        """Where the human-readable output goes: stderr when stdout carries CSV or the result file."""
+        return sys.stderr if self.csv == "-" or self.json_stdout else sys.stdout
+
+    def save(self, header: dict[str, Any], records: list[Record], *, final: bool = False) -> None:
+        """Keep the records: rewrite the result file, or print it to stdout once the run has ended."""
+        if self.json_stdout and final:
+            sys.stdout.write(result_json(header, records))
+        elif self.json_path is not None:
+            write_json(self.json_path, header, records)
 
     def csv_path(self, op: str, mode: str) -> Path | None:
         """The CSV file of one table (None when the tables go to stdout)."""

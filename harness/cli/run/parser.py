@@ -28,6 +28,7 @@ from harness.settings import (
     CUDA_WARMUP_MS,
     DEFAULT_FLUSH,
     FLUSHES,
+    GATHER_TIMEOUT_S,
     STARTUP_TIMEOUT_S,
 )
 from harness.timing import TIMER_KINDS
@@ -132,9 +133,9 @@ def build_parser() -> OneLineParser:
     add("--shard", metavar="K/N",
         help="run the K-th of N disjoint parts of the sweep, dealt by estimated cost "
              "(the merge subcommand joins them)")
-    add("--gather-timeout", type=positive_float, default=1800.0,
+    add("--gather-timeout", type=positive_float,
         help="under torchrun: seconds rank 0 waits for a silent rank before it gives up on its cells "
-             "(default 1800)")
+             f"(default {GATHER_TIMEOUT_S:g})")
     add("--profile", metavar="DIR",
         help="write a torch.profiler trace (Chrome/Perfetto JSON) of a few calls of each cell to DIR, named "
              "<op>_<mode>_<shape>_<backend>.json (no flush or spin kernels in it)")
@@ -144,7 +145,8 @@ def build_parser() -> OneLineParser:
         help="write the tables as ;-separated CSV: to PATH (several tables: PATH's stem + "
              "_<op>_<mode>_<precision>), - for stdout, or timestamped files in --output-dir")
     add("--output-json", nargs="?", const="", metavar="PATH",
-        help="where the result file goes (default: a timestamped file in --output-dir)")
+        help="where the result file goes: PATH, - for stdout once the run ends (everything else then "
+             "goes to stderr), or by default a timestamped file in --output-dir")
     add("--no-save", action="store_true", help="keep no result file")
     add("--plot", metavar="FILE.png|svg",
         help="after the tables, plot the run's records to FILE (as the plot subcommand draws a result file)")

@@ -16,7 +16,7 @@ from harness.measure.ceilings import measure_ceilings
 from harness.measure.records import Baseline, cell_records
 from harness.metrics.cell_data import Measurement
 from harness.operator import DTYPE_NAMES
-from harness.report.results import Record, write_json
+from harness.report.results import Record
 from harness.report.run_header import make_header, python_argv
 from harness.report.table import ceilings_line
 from harness.settings import RunSettings
@@ -62,8 +62,8 @@ def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swe
 
     def keep(new: list[Record]) -> None:
         records.extend(new)
-        if header and outputs.json_path is not None:
-            write_json(outputs.json_path, header, records)
+        if header:
+            outputs.save(header, records)
 
     def mark(new: list[Record]) -> None:
         for record in new:
@@ -118,8 +118,7 @@ def _report(sweeps: list[Sweep], records: list[Record], header: dict, outputs: O
               file=outputs.text)
     write_plot(header, records, outputs)
     header["complete"] = ending == "finished"
-    if outputs.json_path is not None:
-        write_json(outputs.json_path, header, records)
+    outputs.save(header, records, final=True)
     return exit_status(records, ending, outputs)
 
 
