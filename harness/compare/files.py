@@ -77,6 +77,7 @@ HEADER_FIELDS: dict[str, Callable[[Any], bool]] = {
     "git_commit": lambda v: isinstance(v, str) and v.strip() != "",
     "repeats": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
     "isolate": lambda v: isinstance(v, bool),
+    "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "options": lambda v: isinstance(v, dict),
     "gpus": lambda v: isinstance(v, list) and all(
         isinstance(g, dict) and isinstance(g.get("device_name", ""), str) for g in v),
@@ -91,10 +92,11 @@ PROVENANCE = ("device_name", "git_commit", "timer", "repeats", "options", "toler
 BASELINE_PROVENANCE = ("device_name", "timer")
 """Header fields a baseline must carry (baselines older than the other fields lack them)."""
 
-MATCHING = ("options", "timer", "tolerance", "isolate")
-"""Header fields whose values change what a cell measures or checks: they must match."""
+MATCHING = ("options", "timer", "tolerance", "isolate", "seed")
+"""Header fields whose values change what a cell measures or checks (the seed draws its inputs):
+they must match."""
 
-DEFAULTS = {"options": {}, "tolerance": {"rtol": None, "atol": None}, "isolate": False}
+DEFAULTS = {"options": {}, "tolerance": {"rtol": None, "atol": None}, "isolate": False, "seed": 0}
 """What a baseline without one of the :data:`MATCHING` fields was run with."""
 
 

@@ -228,6 +228,7 @@ def test_runs_with_different_tolerances_are_refused(
 
 
 MALFORMED_HEADERS = [("repeats", "abc"), ("repeats", 0), ("isolate", "yes"), ("git_commit", " "),
+                     ("seed", "7"),
                      ("tolerance", {"rtol": "x", "atol": None}),
                      ("timer", {"warmup_ms": 25.0, "rep_ms": -1.0}),
                      ("timer", {"warmup_ms": 25.0, "rep_ms": 100.0, "flush": "none"}),
@@ -243,6 +244,15 @@ def test_a_malformed_header_field_is_refused_naming_it(
     code, _, err = run_compare(capsys, base, cur)
     assert code == 2 and f"malformed header field {field}" in err and str(cur) in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_runs_with_different_seeds_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another seed draws other inputs: a gate comparing them compares other work."""
+    records = sweep(seed=1)
+    base = write(tmp_path / "base.json", records)
+    code, _, err = run_compare(capsys, base, write(tmp_path / "cur.json", records, seed=7))
+    assert code == 2 and "different seed: 0 vs 7" in err
+    assert run_compare(capsys, base, write(tmp_path / "same.json", records, seed=0))[0] == 0
 
 
 def test_runs_with_and_without_isolation_are_refused(
