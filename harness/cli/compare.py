@@ -28,8 +28,8 @@ Several BASELINE files must be separate runs of one commit: each cell is judged 
 slowest run, or its fastest where the runs are more than the threshold apart.  CURRENT needs
 at least a baseline's repeats.
 
-Exit status: 1 on any regression or lost or missing accuracy (and, with --fail-on-missing, any
-missing cell), when no baseline cell could be judged (every one missing), when more than
+Exit status: 1 on any regression, lost or missing accuracy or missing cell (unless
+--allow-missing), when no baseline cell could be judged (every one missing), when more than
 --max-noisy of the cells are noisy, or when a backend's cells, or the whole file's, are slower
 together by half their thresholds (a sign test), however each cell was judged; 0 otherwise; 2 on bad input
 (unreadable or malformed files, missing provenance, partial runs, a run given as its own
@@ -99,8 +99,11 @@ def build_parser() -> OneLineParser:
     add("--bootstrap-samples", type=sample_count, default=10_000,
         help="bootstrap resamples for the 95%% CI of the ratio (default 10000)")
     add("--markdown", type=Path, metavar="FILE", help="also write a markdown summary for a PR comment")
+    add("--allow-missing", action="store_true",
+        help="pass baseline cells missing from CURRENT (a run of fewer shapes or backends); by default "
+             "each fails the gate (a crashed, failed or narrowed run)")
     add("--fail-on-missing", action="store_true",
-        help="also exit 1 when a baseline cell is missing from CURRENT (a crashed, partial or failed run)")
+        help="the default, kept for scripts that pass it: a missing cell fails the gate")
     add("--allow-device-mismatch", action="store_true",
         help="compare files measured on different GPUs (refused by default)")
     return parser
@@ -111,6 +114,8 @@ def compare_main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if len(args.files) < 2:
         raise UsageError("compare takes a baseline file (or several runs of one) and a current file")
+    if args.allow_missing and args.fail_on_missing:
+        raise UsageError("--allow-missing and --fail-on-missing contradict each other: give one")
     check_writable(args.markdown)
     settings = Settings(args.threshold, args.small_threshold, args.noise, args.noisy_threshold,
                         args.run_noise, args.bootstrap_samples)
@@ -123,7 +128,7 @@ def compare_main(argv: list[str]) -> int:
     rows = judge([base.records for base in baselines], cur.records, settings)
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
     print(summary(rows))
-    failing = failing_verdicts(args.fail_on_missing)
+    failing = failing_verdicts(fail_on_missing=not args.allow_missing)
     reasons = [f"{sum(row.verdict == v for row in rows)} cell(s) {v}" for v in failing
                if any(row.verdict == v for row in rows)]
     if not any(row.verdict != "missing" and row.base_ms is not None for row in rows):

@@ -86,7 +86,7 @@ def test_files_sharing_no_op_mode_dtype_exit_2(tmp_path: Path, capsys: pytest.Ca
 
 
 @pytest.mark.parametrize("option", [["--noise", "2"], ["--bootstrap-samples", "ten"], ["--nope"],
-                                    ["--noisy-threshold", "inf"]])
+                                    ["--noisy-threshold", "inf"], ["--allow-missing", "--fail-on-missing"]])
 def test_bad_option_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]) -> None:
     path = write(tmp_path / "base.json", sweep(seed=1))
     code, _, err = run_compare(capsys, path, path, *option)

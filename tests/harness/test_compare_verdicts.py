@@ -108,12 +108,12 @@ def test_absent_or_failed_cell_is_missing(tmp_path: Path, capsys: pytest.Capture
     failed = find(current, 65536, "helion", "latency")
     failed.value, failed.status, failed.error = None, "error", "OutOfMemoryError"
     code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
-    assert code == 0
-    assert verdicts[("4096", "helion")] == ("missing", "absent from current")
-    assert verdicts[("65536", "helion")] == ("missing", "error in current: OutOfMemoryError")
-    code, _ = gate(tmp_path, capsys, sweep(seed=1), current, "--fail-on-missing")
     assert code == 1
     assert "Performance gate: FAIL" in (tmp_path / "summary.md").read_text()
+    assert verdicts[("4096", "helion")] == ("missing", "absent from current")
+    assert verdicts[("65536", "helion")] == ("missing", "error in current: OutOfMemoryError")
+    assert gate(tmp_path, capsys, sweep(seed=1), current, "--fail-on-missing")[0] == 1
+    assert gate(tmp_path, capsys, sweep(seed=1), current, "--allow-missing")[0] == 0
 
 
 def test_without_repeats_the_ratio_alone_decides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -320,18 +320,18 @@ def test_a_shift_inside_twice_the_run_noise_is_no_verdict_however_tight_the_repe
 
 def test_a_wrong_cell_without_a_latency_is_accuracy_lost(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Accuracy 0 and no latency record at all: the wrong result fails, even without --fail-on-missing."""
+    """Accuracy 0 and no latency record at all: the wrong result fails, even with --allow-missing."""
     current = sweep(seed=2)
     find(current, 4096, "triton", "accuracy").value = 0.0
     current.remove(find(current, 4096, "triton", "latency"))
-    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current)
+    code, verdicts = gate(tmp_path, capsys, sweep(seed=1), current, "--allow-missing")
     assert verdicts[("4096", "triton")] == ("accuracy_lost", "accuracy 0") and code == 1
 
 
 def test_a_wrong_cell_without_a_timed_baseline_fails(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A cell the baseline could not time (its latency failed) or never had, wrong in the
-    current run, fails the gate even with --fail-on-missing's strictness off."""
+    current run, fails the gate even with --allow-missing."""
     baseline = sweep(seed=1)
     timed_out = find(baseline, 4096, "triton", "latency")
     timed_out.status, timed_out.value, timed_out.repeats, timed_out.error = "error", None, None, "timeout"
@@ -339,7 +339,7 @@ def test_a_wrong_cell_without_a_timed_baseline_fails(
     find(current, 4096, "triton", "accuracy").value = 0.0
     new_backend = Record(op="exp", mode="fwd", dtype="bfloat16", x_val=4096, backend="mine",
                          metric="accuracy", value=0.0, unit="bool")
-    code, verdicts = gate(tmp_path, capsys, baseline, [*current, new_backend])
+    code, verdicts = gate(tmp_path, capsys, baseline, [*current, new_backend], "--allow-missing")
     assert code == 1
     assert verdicts[("4096", "triton")] == ("accuracy_lost", "accuracy 0 (no timed baseline cell)")
     assert verdicts[("4096", "mine")] == ("accuracy_lost", "accuracy 0 (no timed baseline cell)")
@@ -348,12 +348,12 @@ def test_a_wrong_cell_without_a_timed_baseline_fails(
 def test_a_run_that_shares_no_timed_cell_with_its_baseline_fails(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every baseline cell missing (another shape set, renamed backends): nothing was judged,
-    which is no pass, with or without --fail-on-missing."""
+    which is no pass, even with --allow-missing."""
     current = sweep(seed=2)
     for record in current:
         record.backend = f"renamed_{record.backend}"
     code, out, _ = run_compare(capsys, write(tmp_path / "base.json", sweep(seed=1)),
-                               write(tmp_path / "cur.json", current))
+                               write(tmp_path / "cur.json", current), "--allow-missing")
     assert code == 1
     assert out.strip().splitlines()[-1] == ("gate fails: no baseline cell could be judged: the current "
                                             "run has none of their latencies")
