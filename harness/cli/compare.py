@@ -40,6 +40,7 @@ of different commits).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tabulate import tabulate
@@ -53,7 +54,7 @@ from harness.cli.args import (
     positive_float,
     program,
 )
-from harness.compare.files import CompareInputError, check_compatible, load
+from harness.compare.files import CompareInputError, check_compatible, load, order_notes
 from harness.compare.summary import COLUMNS, failing_verdicts, markdown, summary, table_rows
 from harness.compare.verdicts import Settings, judge, noisy_share, shifted_together
 from harness.operator import finite_number
@@ -125,6 +126,8 @@ def compare_main(argv: list[str]) -> int:
         check_compatible(baselines, cur, args.allow_device_mismatch)
     except CompareInputError as exc:
         raise UsageError(str(exc)) from exc
+    for note in order_notes(baselines, cur):
+        print(note, file=sys.stderr)
     rows = judge([base.records for base in baselines], cur.records, settings)
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
     print(summary(rows))

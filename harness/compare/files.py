@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,26 @@ def _same_run(base: ResultFile, cur: ResultFile) -> bool:
     return (when is not None and when == base.header.get("date_utc")
             and _one_commit([base.header.get("git_commit"), cur.header.get("git_commit")])
             and base.records == cur.records)
+
+
+def _run_time(file: ResultFile) -> dt.datetime | None:
+    """When the run started (UTC), or None where its header does not say."""
+    try:
+        when = dt.datetime.fromisoformat(file.header["date_utc"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def order_notes(baselines: list[ResultFile], cur: ResultFile) -> list[str]:
+    """A note for each baseline run after the current one: files given in the wrong order judge
+    the old code against the new (a legitimate order too, when a baseline is re-measured)."""
+    cur_time = _run_time(cur)
+    if cur_time is None:
+        return []
+    return [f"note: baseline {base.path} was run after current {cur.path} ({base.header['date_utc']} vs "
+            f"{cur.header['date_utc']}): the baseline(s) go first, the run under test last"
+            for base in baselines if (base_time := _run_time(base)) is not None and base_time > cur_time]
 
 
 def check_compatible(baselines: list[ResultFile], cur: ResultFile, allow_device_mismatch: bool) -> None:

@@ -246,6 +246,19 @@ def test_a_malformed_header_field_is_refused_naming_it(
     assert len(err.strip().splitlines()) == 1
 
 
+def test_a_baseline_run_after_the_current_one_is_noted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Swapped files judge the old code against the new: compare says so, and still judges."""
+    records = sweep(seed=1)
+    old = write(tmp_path / "old.json", records, date_utc="2026-12-01T10:00:00+00:00")
+    new = write(tmp_path / "new.json", records, date_utc="2026-12-02T10:00:00+00:00")
+    code, _, err = run_compare(capsys, new, old)
+    assert code == 0 and err.strip() == (
+        f"note: baseline {new} was run after current {old} (2026-12-02T10:00:00+00:00 vs "
+        "2026-12-01T10:00:00+00:00): the baseline(s) go first, the run under test last")
+    assert run_compare(capsys, old, new)[2] == ""
+
+
 def test_runs_with_different_seeds_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Another seed draws other inputs: a gate comparing them compares other work."""
     records = sweep(seed=1)
