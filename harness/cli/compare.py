@@ -101,8 +101,8 @@ def build_parser() -> OneLineParser:
         help="bootstrap resamples for the 95%% CI of the ratio (default 10000)")
     add("--markdown", type=Path, metavar="FILE", help="also write a markdown summary for a PR comment")
     add("--allow-missing", action="store_true",
-        help="pass baseline cells missing from CURRENT (a run of fewer shapes or backends); by default "
-             "each fails the gate (a crashed, failed or narrowed run)")
+        help="pass baseline cells missing from CURRENT, absent or without a latency there (a run of "
+             "fewer shapes or backends, a failed or skipped cell); by default each fails the gate")
     add("--fail-on-missing", action="store_true",
         help="the default, kept for scripts that pass it: a missing cell fails the gate")
     add("--allow-device-mismatch", action="store_true",
@@ -126,7 +126,8 @@ def compare_main(argv: list[str]) -> int:
         check_compatible(baselines, cur, args.allow_device_mismatch)
     except CompareInputError as exc:
         raise UsageError(str(exc)) from exc
-    for note in order_notes(baselines, cur):
+    notes = order_notes(baselines, cur)
+    for note in notes:
         print(note, file=sys.stderr)
     rows = judge([base.records for base in baselines], cur.records, settings)
     print(tabulate(table_rows(rows), headers=COLUMNS, disable_numparse=True))
@@ -143,5 +144,5 @@ def compare_main(argv: list[str]) -> int:
     if reasons:
         print("gate fails: " + "; ".join(reasons))
     if args.markdown is not None:
-        atomic_write(args.markdown, markdown(rows, baselines, cur, bool(reasons), reasons))
+        atomic_write(args.markdown, markdown(rows, baselines, cur, bool(reasons), reasons, notes))
     return 1 if reasons else 0

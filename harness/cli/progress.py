@@ -1,6 +1,7 @@
 """How a run shows its progress on stderr: a rich bar with cells done of the total and an ETA on a
 terminal, one short line per finished cell otherwise (a CI log shows where a run is, and where
-it hung); nothing ever goes to stdout, which holds the tables.
+it hung); nothing goes to stdout, which holds the tables (or the data of ``--csv -`` and
+``--output-json -``).
 """
 
 from __future__ import annotations

@@ -104,7 +104,9 @@ DEFAULTS = {"options": {}, "tolerance": {"rtol": None, "atol": None}, "isolate":
 def _setting(header: dict[str, Any], name: str) -> Any:
     """A header's value of a :data:`MATCHING` setting; a timer from before the flush was a
     setting flushed by writing (``dirty``)."""
-    value = header.get(name, DEFAULTS.get(name))
+    value = header.get(name)
+    if value is None:
+        value = DEFAULTS.get(name)
     if name == "timer" and isinstance(value, dict):
         value = {**value, "flush": value.get("flush", "dirty")}
     return value

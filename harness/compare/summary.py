@@ -46,14 +46,15 @@ def failing_verdicts(fail_on_missing: bool) -> tuple[str, ...]:
 
 
 def markdown(rows: list[Row], baselines: list[ResultFile], cur: ResultFile, failed: bool,
-             reasons: list[str]) -> str:
-    """A pull-request comment: headline with counts and why it failed, the changed cells, then all
-    cells collapsed."""
+             reasons: list[str], notes: list[str]) -> str:
+    """A pull-request comment: headline with counts, why it failed and notes on its input, the
+    changed cells, then all cells collapsed."""
     changed = [row for row in rows if row.verdict != "unchanged"]
     bases = ", ".join(f"`{base.path}`" for base in baselines)
     parts = [
         f"**Performance gate: {'FAIL' if failed else 'pass'}** — {summary(rows)} ({bases} → `{cur.path}`)",
         *reasons,
+        *notes,
         _md_table(changed) if changed else "No cell changed beyond its threshold.",
         f"<details><summary>All {len(rows)} cells</summary>\n\n{_md_table(rows)}\n\n</details>",
     ]

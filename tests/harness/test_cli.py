@@ -15,7 +15,7 @@ import pytest
 from harness.cli.args import integer, option_parse
 from harness.operator import Option
 from harness.report.results import read_json
-from tests.helpers import BUILTIN_OPERATORS, run_cli
+from tests.helpers import BUILTIN_OPERATORS, ROOT, run_cli
 
 
 def test_every_mode_end_to_end_writes_json_and_csv(tmp_path: Path) -> None:
@@ -104,8 +104,10 @@ def test_variant_backends_run_only_when_named(tmp_path: Path) -> None:
         (["--op", "exp", "--no-save", "--output-json", "r.json"], "give one of them"),
         (["--op", "exp", "--csv", "-", "--output-json", "-"], "both write to stdout"),
         (["--op", "exp", "--gather-timeout", "5"], "under torchrun only"),
-        (["--op", "exp", "--bias", "2d"], "option of addmm, which --op does not name (--op exp)"),
-        (["--op", "exp", "--bias=2d"], "--bias is an option of addmm"),
+        (["--op", "exp", "--bias", "2d"], "--bias is an option of addmm: --op exp does not name it"),
+        (["--op", "exp", "--bia=2d", "--nope"], "--bias is an option of addmm: --op exp does not name it; "
+                                                "unrecognized too: --nope"),
+        (["--bias", "2d"], "--bias is an option of addmm: name it with --op addmm"),
         (["--op", "exp", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         (["--op", "exp", "--num-inputs", "0"], "at least 1"),
         (["--op", "exp", "--repeats", "0"], "at least 1"),
@@ -175,15 +177,39 @@ def test_json_file_is_valid_after_each_shape(tmp_path: Path) -> None:
     assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
 
 
+PRINTING_BACKEND = """
+import os
+import torch
+from harness.operator import register_benchmark
+
+
+@register_benchmark(operator="exp")
+def prints(self, x):
+    def call():
+        print("printed by a backend")
+        os.write(1, b"written to fd 1 by a kernel\\n")
+        return torch.exp(x)
+    return call
+"""
+
+
 def test_output_json_dash_prints_the_result_file_alone_on_stdout(tmp_path: Path) -> None:
-    result = run_cli("--op", "exp", "--shape", "100", "--shape", "200", "--only", "eager",
-                     "--rep", "1", "--warmup", "0", "--output-json", "-", "--output-dir", str(tmp_path))
+    """What a backend prints goes to stderr; the file in --output-dir keeps each finished cell."""
+    plugin, runs = tmp_path / "prints.py", tmp_path / "runs"
+    plugin.write_text(PRINTING_BACKEND)
+    result = run_cli("--op", "exp", "--shape", "100", "--shape", "200", "--only", "eager,prints",
+                     "--plugin", str(plugin), "--rep", "1", "--warmup", "0", "--output-json", "-",
+                     "--output-dir", str(runs))
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["header"]["complete"] is True
     assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
     assert "exp fwd float32" in result.stderr
-    assert not Path("-").exists() and not list(tmp_path.iterdir())
+    assert "printed by a backend" in result.stderr and "written to fd 1 by a kernel" in result.stderr
+    assert not (ROOT / "-").exists()
+    kept = list(runs.iterdir())
+    assert len(kept) == 1 and json.loads(kept[0].read_text()) == payload
+    assert f"results: {kept[0]}" in result.stderr
 
 
 def test_a_sweep_in_which_every_cell_was_skipped_exits_1() -> None:

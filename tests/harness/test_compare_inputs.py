@@ -252,7 +252,8 @@ def test_a_baseline_run_after_the_current_one_is_noted(
     records = sweep(seed=1)
     old = write(tmp_path / "old.json", records, date_utc="2026-12-01T10:00:00+00:00")
     new = write(tmp_path / "new.json", records, date_utc="2026-12-02T10:00:00+00:00")
-    code, _, err = run_compare(capsys, new, old)
+    code, _, err = run_compare(capsys, new, old, "--markdown", str(tmp_path / "summary.md"))
+    assert err.strip() in (tmp_path / "summary.md").read_text()
     assert code == 0 and err.strip() == (
         f"note: baseline {new} was run after current {old} (2026-12-02T10:00:00+00:00 vs "
         "2026-12-01T10:00:00+00:00): the baseline(s) go first, the run under test last")

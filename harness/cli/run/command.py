@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn, TextIO
 
 import torch
 from tabulate import tabulate
@@ -15,7 +16,7 @@ from tabulate import tabulate
 from harness.cli.args import UsageError, add_operator_options, check_writable, invocation, validate_choices
 from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
-from harness.cli.run.output import Outputs, exit_status, print_tables, write_plot
+from harness.cli.run.output import Outputs, exit_status, print_tables, stdout_for_data, write_plot
 from harness.cli.run.parser import build_parser, modes_from, operator_options, parse_shapes
 from harness.cli.run.ranked import run_ranked
 from harness.cli.signals import Terminated, sigterm_raises
@@ -90,15 +91,28 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str], ops: list[str]) -> None:
+def _option_owners(name: str) -> tuple[str, list[str]] | None:
+    """The operator option ``--name`` stands for (its name or, as argparse takes it, an unambiguous
+    start of it) and the operators that have it; None when no operator has one."""
+    owners: dict[str, list[str]] = {}
+    for op in operator_names():
+        names = [option.name for option in load_operator(op).command_line_options]
+        matches = [n for n in names if n == name] or [n for n in names if n.startswith(name)]
+        if len(matches) == 1:
+            owners.setdefault(matches[0], []).append(op)
+    return next(iter(owners.items()), None)
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str], ops: list[str]) -> NoReturn:
     """Name the operators an unknown option belongs to, or refuse it as argparse would."""
-    for token in (t for t in unknown if t.startswith("--")):
-        name = token.removeprefix("--").split("=")[0]
-        owners = [op for op in operator_names()
-                  if any(option.name == name for option in load_operator(op).command_line_options)]
-        if owners:
-            raise UsageError(f"--{name} is an option of {', '.join(owners)}, which --op does not name "
-                             f"(--op {','.join(ops) or 'not given'})")
+    flags = [token for token in unknown if token.startswith("-")]
+    for flag in flags:
+        if found := _option_owners(flag.removeprefix("--").split("=")[0]):
+            option, owners = found
+            where = f"--op {','.join(ops)} does not name it" if ops else f"name it with --op {owners[0]}"
+            rest = [f for f in flags if f != flag]
+            others = f"; unrecognized too: {' '.join(rest)}" if rest else ""
+            raise UsageError(f"--{option} is an option of {', '.join(owners)}: {where}{others}")
     parser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
@@ -264,23 +278,35 @@ def run_command(argv: list[str]) -> int:
         if not set(PLOT_METRICS) & set(settings.metrics):
             raise UsageError(f"--plot draws {', '.join(PLOT_METRICS)}: add one to --metrics")
     rank = Rank.from_env()
+    if rank is None and args.gather_timeout is not None:
+        raise UsageError("--gather-timeout applies under torchrun only (it bounds waiting on a silent rank)")
     if rank is not None:
         if args.shard:
             raise UsageError("--shard cannot run under torchrun: its ranks share the run among themselves")
         if args.parallel_compile:
             raise UsageError("--parallel-compile cannot run under torchrun: fill the caches first with "
                              f"{invocation()} ... --parallel-compile N --metrics accuracy --no-save")
-        return run_ranked(args, settings, sweeps, rank, args.gather_timeout or GATHER_TIMEOUT_S)
-    plan = run_plan(sweeps, settings.metrics)
-    if args.gather_timeout is not None:
-        raise UsageError("--gather-timeout applies under torchrun only (it bounds waiting on a silent rank)")
+    shard = None
     if args.shard:
         try:
-            part, parts = parse_shard(args.shard)
+            shard = parse_shard(args.shard)
         except ShardError as exc:
             raise UsageError(str(exc)) from exc
+    with stdout_for_data(args.csv == "-" or args.output_json == "-") as data:
+        if rank is not None:
+            timeout = GATHER_TIMEOUT_S if args.gather_timeout is None else args.gather_timeout
+            return run_ranked(args, settings, sweeps, rank, timeout, data)
+        return _run_here(args, settings, sweeps, shard, data)
+
+
+def _run_here(args: argparse.Namespace, settings: RunSettings, sweeps: list[Sweep],
+              shard: tuple[int, int] | None, data: TextIO) -> int:
+    """Run the sweeps (this shard's share of them) in this process and report them."""
+    plan = run_plan(sweeps, settings.metrics)
+    if shard is not None:
+        part, parts = shard
         sweeps = restrict(sweeps, deal(sweeps, parts)[part - 1])
-    outputs = Outputs.of(args, settings.precision, [m.value for m in modes_from(args)])
+    outputs = Outputs.of(args, settings.precision, [m.value for m in modes_from(args)], data)
     check_writable(outputs.json_path)
     if args.csv not in (None, "", "-"):
         check_writable(Path(args.csv))
@@ -302,14 +328,14 @@ def run_command(argv: list[str]) -> int:
     ending = _precompile(sweeps, args.parallel_compile) if args.parallel_compile and sweeps else "finished"
     if ending == "finished":
         ending = _execute(sweeps, sink)
+    header["complete"] = ending == "finished"
+    outputs.save(header, records, final=True)
     orders = {sweep.op.name: sweep.backends for sweep in sweeps}
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, orders, outputs)
     print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
     if line := options_line(header.get("options")):
         print(line, file=outputs.text)
     write_plot(header, records, outputs)
-    header["complete"] = ending == "finished"
-    outputs.save(header, records, final=True)
     if args.shard and not sweeps and ending == "finished":
         print(f"--shard {args.shard}: no cells fell to this part (more parts than the run's work)",
               file=sys.stderr)

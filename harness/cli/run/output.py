@@ -2,19 +2,22 @@
 
 Every run keeps its records in a result file (``--output-json PATH``, or by default a
 timestamped file in the ignored ``--output-dir``; ``--no-save`` turns it off), rewritten after
-each finished cell, so a run that is stopped keeps what it finished.  ``--csv -`` writes the
-tables as CSV to stdout (``;``-separated, one after another, as tritonbench does) and then
-prints everything else to stderr, as ``--output-json -`` does with the result file, written
-once the run ends; ``--csv PATH`` writes one file, or, for several tables, one
-file each named ``<stem>_<op>_<mode>_<precision><suffix>``.  ``--plot FILE`` draws the run's
-records after the tables, as ``run.py plot`` draws a result file.
+each finished cell, so a run that is stopped keeps what it finished.  ``--output-json -`` keeps
+that default file too and prints it to stdout once the run ends.  ``--csv -`` writes the tables
+as CSV to stdout (``;``-separated, one after another, as tritonbench does); ``--csv PATH`` writes
+one file, or, for several tables, one file each named ``<stem>_<op>_<mode>_<precision><suffix>``.
+While stdout carries CSV or the result file, everything else goes to stderr, whoever writes it.
+``--plot FILE`` draws the run's records after the tables, as ``run.py plot`` draws a result file.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,33 +39,57 @@ def result_name(ops: list[str], modes: list[str], precision: str, stamp: str, su
     return f"{'+'.join(ops)}_{'+'.join(modes)}_{precision}_{stamp}.{suffix}"
 
 
+@contextmanager
+def stdout_for_data(reserve: bool) -> Iterator[TextIO]:
+    """The stream the run's stdout data goes to.  Reserved (``--csv -``, ``--output-json -``), file
+    descriptor 1 carries that data alone while the run lasts: anything else written to it (a
+    library's print, a kernel's printf) goes to stderr."""
+    if not reserve:
+        yield sys.stdout
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with open(saved, "w", closefd=False) as data:
+            yield data
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 @dataclass(frozen=True)
 class Outputs:
     """Where a run writes: its result file, its CSV target, its plot, and the stamp that names them."""
 
     json_path: Path | None
+    """The result file, rewritten after each cell (None with --no-save)."""
+    json_stdout: bool
+    """Whether the result file is printed to ``data`` once the run ends (--output-json -)."""
+    data: TextIO
+    """Where CSV (--csv -) and the result file (--output-json -) go: stdout, kept for them."""
     csv: str | None
     plot_path: Path | None
     output_dir: Path
     precision: str
     stamp: str
-    several_tables: bool = False
-    json_stdout: bool = False
+    several_tables: bool
 
     @classmethod
-    def of(cls, args: argparse.Namespace, precision: str, modes: list[str]) -> Outputs:
+    def of(cls, args: argparse.Namespace, precision: str, modes: list[str], data: TextIO) -> Outputs:
         stamp = run_stamp()
         json_path = None
         json_stdout = args.output_json == "-"
-        if not args.no_save and not json_stdout:
-            json_path = (Path(args.output_json) if args.output_json
+        if not args.no_save:
+            json_path = (Path(args.output_json) if args.output_json and not json_stdout
                          else Path(args.output_dir) / result_name(args.op, modes, precision, stamp, "json"))
         plot_path = Path(args.plot) if args.plot else None
         # Named by the tables the run asks for, not by those it finished: a stopped run's CSV
         # files have the names its whole run's would.
         several = len(args.op) * len(modes) > 1
-        return cls(json_path, args.csv, plot_path, Path(args.output_dir), precision, stamp, several,
-                   json_stdout)
+        return cls(json_path, json_stdout, data, args.csv, plot_path, Path(args.output_dir), precision,
+                   stamp, several)
 
     @property
     def text(self) -> TextIO:
@@ -70,11 +97,13 @@ class Outputs:
         return sys.stderr if self.csv == "-" or self.json_stdout else sys.stdout
 
     def save(self, header: dict[str, Any], records: list[Record], *, final: bool = False) -> None:
-        """Keep the records: rewrite the result file, or print it to stdout once the run has ended."""
-        if self.json_stdout and final:
-            sys.stdout.write(result_json(header, records))
-        elif self.json_path is not None:
+        """Keep the records: rewrite the result file, and print it once the run has ended where
+        --output-json - asks."""
+        if self.json_path is not None:
             write_json(self.json_path, header, records)
+        if self.json_stdout and final:
+            self.data.write(result_json(header, records))
+            self.data.flush()
 
     def csv_path(self, op: str, mode: str) -> Path | None:
         """The CSV file of one table (None when the tables go to stdout)."""
@@ -103,7 +132,7 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
         rows = tritonbench_rows(data, group)
         path = outputs.csv_path(op, mode)
         if path is None:
-            print(csv_text(data.header(), rows, delimiter=";"))
+            print(csv_text(data.header(), rows, delimiter=";"), file=outputs.data)
         else:
             write_csv(path, data.header(), rows, delimiter=";")
             print(f"csv: {path}", file=outputs.text)
@@ -130,7 +159,8 @@ def failed_cells(records: list[Record]) -> list[str]:
 
 
 def exit_status(records: list[Record], ending: str, outputs: Outputs) -> int:
-    """Print why the run ended as it did and the result file's name (the last line); the status."""
+    """Print why the run ended as it did and the result file's name (the last line of the text); the
+    status."""
     status = 0
     if ending != "finished":
         print(f"{ending}: finished cells were kept", file=sys.stderr)

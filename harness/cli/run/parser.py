@@ -145,8 +145,8 @@ def build_parser() -> OneLineParser:
         help="write the tables as ;-separated CSV: to PATH (several tables: PATH's stem + "
              "_<op>_<mode>_<precision>), - for stdout, or timestamped files in --output-dir")
     add("--output-json", nargs="?", const="", metavar="PATH",
-        help="where the result file goes: PATH, - for stdout once the run ends (everything else then "
-             "goes to stderr), or by default a timestamped file in --output-dir")
+        help="where the result file goes (default: a timestamped file in --output-dir); - keeps that "
+             "file and prints it to stdout once the run ends (everything else then goes to stderr)")
     add("--no-save", action="store_true", help="keep no result file")
     add("--plot", metavar="FILE.png|svg",
         help="after the tables, plot the run's records to FILE (as the plot subcommand draws a result file)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import socket
 from collections.abc import Callable
+from typing import TextIO
 
 import torch
 
@@ -43,7 +44,7 @@ def _lost_records(sweeps: list[Sweep], units: list[Unit], received: set, rank: i
 
 
 def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Sweep], rank: Rank,
-               gather_timeout_s: float) -> int:
+               gather_timeout_s: float, data: TextIO) -> int:
     """Run this rank's share; rank 0 also gathers every rank's records and reports the run."""
     select_gpu(settings.device)
     store = RecordStore(rank)
@@ -56,7 +57,7 @@ def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swe
                           "ceilings_gbps": ceilings.traffic_gbps})
     for sweep in sweeps + mine:
         sweep.ceilings = ceilings
-    outputs = Outputs.of(args, settings.precision, sorted({s.mode.value for s in sweeps}))
+    outputs = Outputs.of(args, settings.precision, sorted({s.mode.value for s in sweeps}), data)
     records: list[Record] = []
     header: dict = {}
 
@@ -112,13 +113,13 @@ def _received(records: list[Record]) -> set:
 def _report(sweeps: list[Sweep], records: list[Record], header: dict, outputs: Outputs, ending: str) -> int:
     order = {s.op.name: s.backends for s in sweeps}
     records.sort(key=_run_order(sweeps))
+    header["complete"] = ending == "finished"
+    outputs.save(header, records, final=True)
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, order, outputs)
     for gpu in header["gpus"]:
         print(f"rank {gpu['rank']}: {gpu['device_name']} {gpu['gpu']}  {ceilings_line(gpu['ceilings_gbps'])}",
               file=outputs.text)
     write_plot(header, records, outputs)
-    header["complete"] = ending == "finished"
-    outputs.save(header, records, final=True)
     return exit_status(records, ending, outputs)
 
 
