@@ -98,7 +98,7 @@ MATCHING = ("options", "timer", "tolerance", "isolate", "seed")
 they must match."""
 
 DEFAULTS = {"options": {}, "tolerance": {"rtol": None, "atol": None}, "isolate": False, "seed": 0}
-"""What a baseline without one of the :data:`MATCHING` fields was run with."""
+"""What a file without one of the :data:`MATCHING` fields (or with a null) was run with."""
 
 
 def _setting(header: dict[str, Any], name: str) -> Any:

@@ -267,6 +267,8 @@ def test_runs_with_different_seeds_are_refused(tmp_path: Path, capsys: pytest.Ca
     code, _, err = run_compare(capsys, base, write(tmp_path / "cur.json", records, seed=7))
     assert code == 2 and "different seed: 0 vs 7" in err
     assert run_compare(capsys, base, write(tmp_path / "same.json", records, seed=0))[0] == 0
+    assert run_compare(capsys, base, write(tmp_path / "null.json", records, seed=None))[0] == 0, \
+        "a null seed reads as absent: the default"
 
 
 def test_runs_with_and_without_isolation_are_refused(

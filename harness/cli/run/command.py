@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -40,6 +41,9 @@ from harness.sweep.ranks import Rank
 from harness.sweep.runner import run_sweep
 from harness.sweep.shards import ShardError, deal, parse_shard, restrict
 from harness.sweep.spec import Sweep, run_plan
+
+NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
+"""A value, not an option (argparse's own rule)."""
 
 
 def _print_lists(args: argparse.Namespace) -> bool:
@@ -92,20 +96,24 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def _option_owners(name: str) -> tuple[str, list[str]] | None:
-    """The operator option ``--name`` stands for (its name or, as argparse takes it, an unambiguous
-    start of it) and the operators that have it; None when no operator has one."""
-    owners: dict[str, list[str]] = {}
-    for op in operator_names():
-        names = [option.name for option in load_operator(op).command_line_options]
-        matches = [n for n in names if n == name] or [n for n in names if n.startswith(name)]
-        if len(matches) == 1:
-            owners.setdefault(matches[0], []).append(op)
-    return next(iter(owners.items()), None)
+    """The operator option ``--name`` stands for (its name or, as argparse takes it, the start of
+    one option's name alone) and the operators that have it; None when it stands for none."""
+    options = {op: [option.name for option in load_operator(op).command_line_options]
+               for op in operator_names()}
+    exact = [op for op, names in options.items() if name in names]
+    if exact:
+        return name, exact
+    starts = {n for names in options.values() for n in names if name and n.startswith(name)}
+    if len(starts) != 1:
+        return None
+    option = starts.pop()
+    return option, [op for op, names in options.items() if option in names]
 
 
 def _refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str], ops: list[str]) -> NoReturn:
     """Name the operators an unknown option belongs to, or refuse it as argparse would."""
-    flags = [token for token in unknown if token.startswith("-")]
+    options = unknown[:unknown.index("--")] if "--" in unknown else unknown
+    flags = [token for token in options if token.startswith("-") and not NEGATIVE_NUMBER.fullmatch(token)]
     for flag in flags:
         if found := _option_owners(flag.removeprefix("--").split("=")[0]):
             option, owners = found
@@ -153,8 +161,9 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         raise UsageError("--cudagraph needs --device cuda (CUDA graphs do not exist on the CPU)")
     if args.l2_flush != DEFAULT_FLUSH and device != "cuda":
         raise UsageError(f"--l2-flush {args.l2_flush} needs --device cuda (the CPU timer flushes nothing)")
-    if args.no_save and args.output_json is not None:
-        raise UsageError("--no-save keeps no result file and --output-json names one: give one of them")
+    if args.no_save and args.output_json not in (None, "-"):
+        raise UsageError("--no-save keeps no result file and --output-json names one: give one of them "
+                         "(--output-json - prints the run's alone)")
     if args.csv == "-" and args.output_json == "-":
         raise UsageError("--csv - and --output-json - both write to stdout: send one of them to a file")
     if args.cudagraph and Mode.BWD in modes_from(args):
@@ -329,13 +338,14 @@ def _run_here(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swee
     if ending == "finished":
         ending = _execute(sweeps, sink)
     header["complete"] = ending == "finished"
-    outputs.save(header, records, final=True)
+    outputs.save(header, records)
     orders = {sweep.op.name: sweep.backends for sweep in sweeps}
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, orders, outputs)
     print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
     if line := options_line(header.get("options")):
         print(line, file=outputs.text)
     write_plot(header, records, outputs)
+    outputs.print_result(header, records)
     if args.shard and not sweeps and ending == "finished":
         print(f"--shard {args.shard}: no cells fell to this part (more parts than the run's work)",
               file=sys.stderr)

@@ -1,23 +1,24 @@
 """What a run leaves behind: its tables (terminal and CSV), its result file, its plot and its exit status.
 
-Every run keeps its records in a result file (``--output-json PATH``, or by default a
-timestamped file in the ignored ``--output-dir``; ``--no-save`` turns it off), rewritten after
-each finished cell, so a run that is stopped keeps what it finished.  ``--output-json -`` keeps
-that default file too and prints it to stdout once the run ends.  ``--csv -`` writes the tables
-as CSV to stdout (``;``-separated, one after another, as tritonbench does); ``--csv PATH`` writes
-one file, or, for several tables, one file each named ``<stem>_<op>_<mode>_<precision><suffix>``.
-While stdout carries CSV or the result file, everything else goes to stderr, whoever writes it.
-``--plot FILE`` draws the run's records after the tables, as ``run.py plot`` draws a result file.
+Every run keeps its records in a result file (``--output-json PATH``, or by default a timestamped
+file in the ignored ``--output-dir``; ``--no-save`` turns it off), rewritten after each finished
+cell, so a run that is stopped keeps what it finished. ``--output-json -`` keeps that default file
+too (unless ``--no-save``) and prints it to stdout once the run ends. ``--csv -`` writes the
+tables as CSV to stdout (``;``-separated, one after another, as tritonbench does); ``--csv PATH``
+writes one file, or, for several tables, one file each named
+``<stem>_<op>_<mode>_<precision><suffix>``. While stdout carries CSV or the result file,
+everything else Python prints goes to stderr. ``--plot FILE`` draws the run's records after the
+tables, as ``run.py plot`` draws a result file.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
+import io
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,22 +42,16 @@ def result_name(ops: list[str], modes: list[str], precision: str, stamp: str, su
 
 @contextmanager
 def stdout_for_data(reserve: bool) -> Iterator[TextIO]:
-    """The stream the run's stdout data goes to.  Reserved (``--csv -``, ``--output-json -``), file
-    descriptor 1 carries that data alone while the run lasts: anything else written to it (a
-    library's print, a kernel's printf) goes to stderr."""
+    """The stream the run's stdout data goes to: stdout (a discarding stream when it is closed).
+    Reserved (``--csv -``, ``--output-json -``), whatever else Python code prints while the run
+    lasts goes to stderr; output written to file descriptor 1 directly (a C ``printf``, a kernel's
+    device print) is not redirected."""
+    data = sys.stdout if sys.stdout is not None else io.StringIO()
     if not reserve:
-        yield sys.stdout
+        yield data
         return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with open(saved, "w", closefd=False) as data:
-            yield data
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+    with redirect_stdout(sys.stderr):
+        yield data
 
 
 @dataclass(frozen=True)
@@ -96,14 +91,22 @@ class Outputs:
         """Where the human-readable output goes: stderr when stdout carries CSV or the result file."""
         return sys.stderr if self.csv == "-" or self.json_stdout else sys.stdout
 
-    def save(self, header: dict[str, Any], records: list[Record], *, final: bool = False) -> None:
-        """Keep the records: rewrite the result file, and print it once the run has ended where
-        --output-json - asks."""
+    def save(self, header: dict[str, Any], records: list[Record]) -> None:
+        """Rewrite the result file (none with --no-save)."""
         if self.json_path is not None:
             write_json(self.json_path, header, records)
-        if self.json_stdout and final:
+
+    def print_result(self, header: dict[str, Any], records: list[Record]) -> None:
+        """Print the result file to stdout where --output-json - asks (last, after the tables)."""
+        if not self.json_stdout:
+            return
+        try:
             self.data.write(result_json(header, records))
             self.data.flush()
+        except BrokenPipeError:
+            kept = f" (kept in {self.json_path})" if self.json_path else ""
+            print(f"stdout was closed before the result file was printed{kept}", file=sys.stderr)
+
 
     def csv_path(self, op: str, mode: str) -> Path | None:
         """The CSV file of one table (None when the tables go to stdout)."""

@@ -10,6 +10,7 @@ from typing import TextIO
 
 import torch
 
+from harness.cli.args import check_writable
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run.output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.signals import Terminated, sigterm_raises
@@ -46,6 +47,9 @@ def _lost_records(sweeps: list[Sweep], units: list[Unit], received: set, rank: i
 def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Sweep], rank: Rank,
                gather_timeout_s: float, data: TextIO) -> int:
     """Run this rank's share; rank 0 also gathers every rank's records and reports the run."""
+    outputs = Outputs.of(args, settings.precision, sorted({s.mode.value for s in sweeps}), data)
+    if rank.rank == 0:
+        check_writable(outputs.json_path)
     select_gpu(settings.device)
     store = RecordStore(rank)
     shares = deal(sweeps, rank.world)
@@ -57,7 +61,6 @@ def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swe
                           "ceilings_gbps": ceilings.traffic_gbps})
     for sweep in sweeps + mine:
         sweep.ceilings = ceilings
-    outputs = Outputs.of(args, settings.precision, sorted({s.mode.value for s in sweeps}), data)
     records: list[Record] = []
     header: dict = {}
 
@@ -114,12 +117,13 @@ def _report(sweeps: list[Sweep], records: list[Record], header: dict, outputs: O
     order = {s.op.name: s.backends for s in sweeps}
     records.sort(key=_run_order(sweeps))
     header["complete"] = ending == "finished"
-    outputs.save(header, records, final=True)
+    outputs.save(header, records)
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, order, outputs)
     for gpu in header["gpus"]:
         print(f"rank {gpu['rank']}: {gpu['device_name']} {gpu['gpu']}  {ceilings_line(gpu['ceilings_gbps'])}",
               file=outputs.text)
     write_plot(header, records, outputs)
+    outputs.print_result(header, records)
     return exit_status(records, ending, outputs)
 
 
