@@ -29,13 +29,13 @@ from harness.sweep.spec import CellEvent, Sweep
 from harness.sweep.worker import kill_worker, start_worker, worker_env
 
 
-def _measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
+def measurement_to_json(m: Measurement, error: str | None) -> dict[str, Any]:
     """Every field of the measurement as JSON values (its dataclasses as dicts), and the error."""
     return {**dataclasses.asdict(m), "error": error}
 
 
-def _measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | None]:
-    """What :func:`_measurement_to_json` wrote, its timings and accuracy rebuilt as dataclasses."""
+def measurement_from_json(data: dict[str, Any]) -> tuple[Measurement, str | None]:
+    """What :func:`measurement_to_json` wrote, its timings and accuracy rebuilt as dataclasses."""
     fields = {f.name: data[f.name] for f in dataclasses.fields(Measurement)}
     fields["timings"] = {kind: [SampleStats(**stats) for stats in repeats]
                          for kind, repeats in fields["timings"].items()}
@@ -86,7 +86,7 @@ def measure_isolated(sweep: Sweep, shape: Shape, backend: str) -> tuple[Measurem
                 return Measurement(), late
             if out_path.exists():
                 kill_worker(proc)
-                return _measurement_from_json(json.loads(out_path.read_text()))
+                return measurement_from_json(json.loads(out_path.read_text()))
             stderr.seek(0)
             return Measurement(), _died(proc.returncode, stderr.read())
 
@@ -137,7 +137,7 @@ def _worker(spec: dict[str, Any], timing_path: Path) -> dict[str, Any]:
                   progress=progress)
     # One cell: its result comes first; a lost CUDA context after it ends only this worker.
     _, measurement, error = next(measure_in_process(sweep, shape, [spec["backend"]]))
-    return _measurement_to_json(measurement, error)
+    return measurement_to_json(measurement, error)
 
 
 def main(argv: list[str]) -> int:

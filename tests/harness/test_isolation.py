@@ -154,7 +154,7 @@ def test_isolate_works_from_outside_the_repository(tmp_path: Path) -> None:
 
 def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
     from harness.metrics.cell_data import AccuracyResult, Measurement, SampleStats
-    from harness.sweep.isolate import _measurement_from_json, _measurement_to_json
+    from harness.sweep.isolate import measurement_from_json, measurement_to_json
 
     measured = Measurement(
         timings={"device": [SampleStats(1.0, 1.1, 1.2, 30)], "wall": [SampleStats(2.0, 2.1, 2.2, 40)]},
@@ -165,8 +165,8 @@ def test_every_field_of_a_measurement_comes_back_from_the_worker() -> None:
     )
     unset = Measurement()
     assert all(getattr(measured, f.name) != getattr(unset, f.name) for f in dataclasses.fields(Measurement))
-    payload = json.loads(json.dumps(_measurement_to_json(measured, "an error")))
-    assert _measurement_from_json(payload) == (measured, "an error")
+    payload = json.loads(json.dumps(measurement_to_json(measured, "an error")))
+    assert measurement_from_json(payload) == (measured, "an error")
 
 
 def test_isolate_startup_limit_kills_the_whole_session(monkeypatch) -> None:

@@ -12,7 +12,7 @@ from harness.device import prepare_backends
 from harness.settings import TimerSettings
 from harness.timing import make_timer
 from harness.tuning.configs import TuningJob
-from harness.tuning.tuner import tune_job as _tune_job
+from harness.tuning.tuner import tune_job
 from operators.exp import helion_impl
 from tests.helpers import run_cli
 
@@ -50,7 +50,7 @@ def _job(kernel: object) -> TuningJob:
 
 def test_tune_times_every_correct_candidate_and_keeps_the_fastest() -> None:
     prepare_backends("cpu")
-    best, log = _tune_job(_job(helion_impl.exp_fwd), make_timer("cpu", TimerSettings(warmup_ms=0, rep_ms=0)))
+    best, log = tune_job(_job(helion_impl.exp_fwd), make_timer("cpu", TimerSettings(warmup_ms=0, rep_ms=0)))
     assert best is not None and best["block_sizes"] in ([512, 512], [1024, 1024])
     assert sum(" us " in line for line in log) == 2
 
@@ -59,7 +59,7 @@ def test_tune_rejects_a_candidate_whose_output_is_wrong_or_unwritten() -> None:
     prepare_backends("cpu")
     for leave_unwritten in (False, True):
         kernel = _OffByOneFor(helion_impl.exp_fwd, 1024, leave_unwritten)
-        best, log = _tune_job(_job(kernel), make_timer("cpu", TimerSettings(warmup_ms=0, rep_ms=0)))
+        best, log = tune_job(_job(kernel), make_timer("cpu", TimerSettings(warmup_ms=0, rep_ms=0)))
         assert best["block_sizes"] == [512, 512]
         rejected = [line for line in log if "differs from the default config's" in line]
         assert len(rejected) == 1 and "[1024, 1024]" in rejected[0]

@@ -106,7 +106,7 @@ def test_walltime_alone_never_builds_the_device_timer(monkeypatch: pytest.Monkey
 
 def test_isolated_worker_hands_back_walltime() -> None:
     sent = Measurement(timings={"wall": [SampleStats(0.1, 0.2, 0.3, 12), SampleStats(0.2, 0.25, 0.3, 11)]})
-    received, error = isolate._measurement_from_json(isolate._measurement_to_json(sent, None))
+    received, error = isolate.measurement_from_json(isolate.measurement_to_json(sent, None))
     assert received.timings == sent.timings and error is None
     assert received.stats_of("wall") is not None and received.stats_of("wall").n == 23
 
