@@ -182,6 +182,7 @@ PRINTING_BACKEND = """
 import torch
 from harness.operator import register_benchmark
 
+print("printed as the plugin loads")
 
 @register_benchmark(operator="exp")
 def prints(self, x):
@@ -204,7 +205,7 @@ def test_output_json_dash_prints_the_result_file_alone_on_stdout(tmp_path: Path)
     assert payload["header"]["complete"] is True
     assert sorted({r["x_val"] for r in payload["records"]}) == [100, 200]
     assert "exp fwd float32" in result.stderr
-    assert "printed by a backend" in result.stderr
+    assert "printed by a backend" in result.stderr and "printed as the plugin loads" in result.stderr
     assert not (ROOT / "-").exists()
     kept = list(runs.iterdir())
     assert len(kept) == 1 and json.loads(kept[0].read_text()) == payload
@@ -226,6 +227,8 @@ def test_output_json_dash_with_no_save_prints_the_result_file_alone(
     (["--op", "exp", "--bia=2d", "-x", "--", "-y"],
      "--bias is an option of addmm: --op exp does not name it; unrecognized too: -x"),
     (["--", "--bias"], "unrecognized arguments: -- --bias"),
+    (["--op", "exp", "--alpha", "2", "--beta", "3", "--nope"],
+     "--alpha, --beta are options of addmm: --op exp does not name them; unrecognized too: --nope"),
 ])
 def test_an_operator_option_s_owner_is_named_and_values_are_no_flags(args: list[str], line: str) -> None:
     result = run_cli(*args)

@@ -14,7 +14,7 @@ from typing import NoReturn, TextIO
 import torch
 from tabulate import tabulate
 
-from harness.cli.args import UsageError, add_operator_options, check_writable, invocation, validate_choices
+from harness.cli.args import UsageError, add_operator_options, invocation, validate_choices
 from harness.cli.plot import checked_plot_path
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run.output import Outputs, exit_status, print_tables, stdout_for_data, write_plot
@@ -46,7 +46,7 @@ NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
 """A value, not an option (argparse's own rule)."""
 
 
-def _print_lists(args: argparse.Namespace) -> bool:
+def _print_lists(args: argparse.Namespace, out: TextIO) -> bool:
     if args.list_ops:
         rows = []
         for name in operator_names():
@@ -54,30 +54,34 @@ def _print_lists(args: argparse.Namespace) -> bool:
             options = " ".join(f"--{option.name}" for option in op.command_line_options)
             summary = next(iter((op.__doc__ or "").strip().splitlines()), "")
             rows.append([name, op.x_val_label, summary, options])
-        print(tabulate(rows, headers=["op", "x_val", "what", "options"]))
+        print(tabulate(rows, headers=["op", "x_val", "what", "options"]), file=out)
         return True
     if args.list_metrics:
         for name, metric in METRICS.items():
             timing = {None: " (no timing)", DEFAULT_TIMER: ""}.get(metric.timer, f" ({metric.timer} timer)")
-            print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}")
+            print(f"{name:<13}{metric.unit:<9}{metric.description}{timing}", file=out)
         return True
     if args.list_backends:
         for name in args.op or operator_names():
             backends = load_operator(name).backends()
             listed = [b.name + (" (baseline)" if b.baseline else "") + ("" if b.enabled else " (with --only)")
                       for b in backends]
-            print(f"{name}: {', '.join(listed)}")
+            print(f"{name}: {', '.join(listed)}", file=out)
         return True
     return False
 
 
-def _parse(argv: list[str]) -> argparse.Namespace:
-    """Two passes: the first loads plugins and finds the operators, whose options join the second.
+def _first_pass(argv: list[str]) -> argparse.Namespace:
+    """The run's own options, before plugins and operators add theirs (``--help`` waits)."""
+    return build_parser().parse_known_args([arg for arg in argv if arg not in ("-h", "--help")])[0]
 
-    ``--help`` waits for the second pass, so ``--op addmm --help`` lists addmm's options.
+
+def _parse(argv: list[str], first: argparse.Namespace) -> argparse.Namespace:
+    """Two passes: the first (:func:`_first_pass`) loads plugins and finds the operators, whose
+    options join the second.  ``--help`` waits for the second pass, so ``--op addmm --help`` lists
+    addmm's options.
     """
     parser = build_parser()
-    first, _ = parser.parse_known_args([arg for arg in argv if arg not in ("-h", "--help")])
     prepare_backends(first.device or default_device())
     try:
         load_plugins(first.plugin)
@@ -95,11 +99,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def _option_owners(name: str) -> tuple[str, list[str]] | None:
+def _option_owner(name: str, options: dict[str, list[str]]) -> tuple[str, list[str]] | None:
     """The operator option ``--name`` stands for (its name or, as argparse takes it, the start of
-    one option's name alone) and the operators that have it; None when it stands for none."""
-    options = {op: [option.name for option in load_operator(op).command_line_options]
-               for op in operator_names()}
+    one option's name alone) and the operators of ``options`` (each one's option names) that have
+    it; None when it stands for none."""
     exact = [op for op, names in options.items() if name in names]
     if exact:
         return name, exact
@@ -111,17 +114,24 @@ def _option_owners(name: str) -> tuple[str, list[str]] | None:
 
 
 def _refuse_unknown(parser: argparse.ArgumentParser, unknown: list[str], ops: list[str]) -> NoReturn:
-    """Name the operators an unknown option belongs to, or refuse it as argparse would."""
-    options = unknown[:unknown.index("--")] if "--" in unknown else unknown
-    flags = [token for token in options if token.startswith("-") and not NEGATIVE_NUMBER.fullmatch(token)]
-    for flag in flags:
-        if found := _option_owners(flag.removeprefix("--").split("=")[0]):
-            option, owners = found
-            where = f"--op {','.join(ops)} does not name it" if ops else f"name it with --op {owners[0]}"
-            rest = [f for f in flags if f != flag]
-            others = f"; unrecognized too: {' '.join(rest)}" if rest else ""
-            raise UsageError(f"--{option} is an option of {', '.join(owners)}: {where}{others}")
-    parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    """Name the operators unknown options belong to, or refuse them as argparse would."""
+    before_dashes = unknown[:unknown.index("--")] if "--" in unknown else unknown
+    flags = [token for token in before_dashes
+             if token.startswith("-") and not NEGATIVE_NUMBER.fullmatch(token)]
+    options = {op: [option.name for option in load_operator(op).command_line_options]
+               for op in operator_names()}
+    owned = {flag: found for flag in flags
+             if (found := _option_owner(flag.removeprefix("--").split("=")[0], options))}
+    if not owned:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    names = list(dict.fromkeys(f"--{option}" for option, _ in owned.values()))
+    owners = list(dict.fromkeys(op for _, ops_having in owned.values() for op in ops_having))
+    it = "it" if len(names) == 1 else "them"
+    where = f"--op {','.join(ops)} does not name {it}" if ops else f"name {it} with --op {owners[0]}"
+    rest = [flag for flag in flags if flag not in owned]
+    others = f"; unrecognized too: {' '.join(rest)}" if rest else ""
+    what = "is an option" if len(names) == 1 else "are options"
+    raise UsageError(f"{', '.join(names)} {what} of {', '.join(owners)}: {where}{others}")
 
 
 def _device(requested: str | None) -> str:
@@ -162,8 +172,8 @@ def _settings(args: argparse.Namespace) -> RunSettings:
     if args.l2_flush != DEFAULT_FLUSH and device != "cuda":
         raise UsageError(f"--l2-flush {args.l2_flush} needs --device cuda (the CPU timer flushes nothing)")
     if args.no_save and args.output_json not in (None, "-"):
-        raise UsageError("--no-save keeps no result file and --output-json names one: give one of them "
-                         "(--output-json - prints the run's alone)")
+        raise UsageError("--no-save keeps no result file and --output-json asks for one: give one of them "
+                         "(with --no-save, --output-json - prints the run's JSON alone)")
     if args.csv == "-" and args.output_json == "-":
         raise UsageError("--csv - and --output-json - both write to stdout: send one of them to a file")
     if args.cudagraph and Mode.BWD in modes_from(args):
@@ -274,9 +284,16 @@ def _precompile(sweeps: list[Sweep], workers: int) -> str:
 
 
 def run_command(argv: list[str]) -> int:
-    """Run the benchmarks ``argv`` asks for; returns the exit status."""
-    args = _parse(argv)
-    if _print_lists(args):
+    """Run the benchmarks ``argv`` asks for; returns the exit status.  Where stdout carries data
+    (``--csv -``, ``--output-json -``), it does from the first argument read to the last line."""
+    first = _first_pass(argv)
+    with stdout_for_data(first.csv == "-" or first.output_json == "-") as data:
+        return _run_command(argv, first, data)
+
+
+def _run_command(argv: list[str], first: argparse.Namespace, data: TextIO) -> int:
+    args = _parse(argv, first)
+    if _print_lists(args, data):
         return 0
     if not args.op:
         raise UsageError(f"--op is required (valid: {', '.join(operator_names())})")
@@ -301,11 +318,10 @@ def run_command(argv: list[str]) -> int:
             shard = parse_shard(args.shard)
         except ShardError as exc:
             raise UsageError(str(exc)) from exc
-    with stdout_for_data(args.csv == "-" or args.output_json == "-") as data:
-        if rank is not None:
-            timeout = GATHER_TIMEOUT_S if args.gather_timeout is None else args.gather_timeout
-            return run_ranked(args, settings, sweeps, rank, timeout, data)
-        return _run_here(args, settings, sweeps, shard, data)
+    if rank is not None:
+        timeout = GATHER_TIMEOUT_S if args.gather_timeout is None else args.gather_timeout
+        return run_ranked(args, settings, sweeps, rank, timeout, data)
+    return _run_here(args, settings, sweeps, shard, data)
 
 
 def _run_here(args: argparse.Namespace, settings: RunSettings, sweeps: list[Sweep],
@@ -316,9 +332,7 @@ def _run_here(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swee
         part, parts = shard
         sweeps = restrict(sweeps, deal(sweeps, parts)[part - 1])
     outputs = Outputs.of(args, settings.precision, [m.value for m in modes_from(args)], data)
-    check_writable(outputs.json_path)
-    if args.csv not in (None, "", "-"):
-        check_writable(Path(args.csv))
+    outputs.check_writable()
     ceilings = measure_ceilings(settings.device, DTYPE_NAMES[settings.precision], settings.timer,
                                 any(sweep.timed for sweep in sweeps))
     for sweep in sweeps:

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import io
+import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.cli.args import check_writable
 from harness.report.exporters.tritonbench import tritonbench_rows
 from harness.report.plot import PLOT_METRICS, plot_results
 from harness.report.results import Record, csv_text, result_json, write_csv, write_json
@@ -42,15 +43,14 @@ def result_name(ops: list[str], modes: list[str], precision: str, stamp: str, su
 
 @contextmanager
 def stdout_for_data(reserve: bool) -> Iterator[TextIO]:
-    """The stream the run's stdout data goes to: stdout (a discarding stream when it is closed).
+    """The stream the run's stdout data goes to: stdout (``os.devnull`` when there is none).
     Reserved (``--csv -``, ``--output-json -``), whatever else Python code prints while the run
     lasts goes to stderr; output written to file descriptor 1 directly (a C ``printf``, a kernel's
     device print) is not redirected."""
-    data = sys.stdout if sys.stdout is not None else io.StringIO()
-    if not reserve:
-        yield data
-        return
-    with redirect_stdout(sys.stderr):
+    with ExitStack() as stack:
+        data = sys.stdout if sys.stdout is not None else stack.enter_context(open(os.devnull, "w"))
+        if reserve:
+            stack.enter_context(redirect_stdout(sys.stderr))
         yield data
 
 
@@ -91,6 +91,12 @@ class Outputs:
         """Where the human-readable output goes: stderr when stdout carries CSV or the result file."""
         return sys.stderr if self.csv == "-" or self.json_stdout else sys.stdout
 
+    def check_writable(self) -> None:
+        """Fail before the work, not after it, when the result file or the CSV cannot be written."""
+        check_writable(self.json_path)
+        if self.csv not in (None, "", "-"):
+            check_writable(Path(self.csv))
+
     def save(self, header: dict[str, Any], records: list[Record]) -> None:
         """Rewrite the result file (none with --no-save)."""
         if self.json_path is not None:
@@ -106,7 +112,6 @@ class Outputs:
         except BrokenPipeError:
             kept = f" (kept in {self.json_path})" if self.json_path else ""
             print(f"stdout was closed before the result file was printed{kept}", file=sys.stderr)
-
 
     def csv_path(self, op: str, mode: str) -> Path | None:
         """The CSV file of one table (None when the tables go to stdout)."""

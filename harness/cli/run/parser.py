@@ -146,7 +146,8 @@ def build_parser() -> OneLineParser:
              "_<op>_<mode>_<precision>), - for stdout, or timestamped files in --output-dir")
     add("--output-json", nargs="?", const="", metavar="PATH",
         help="where the result file goes (default: a timestamped file in --output-dir); - keeps that "
-             "file (unless --no-save) and prints it to stdout once the run ends (all else goes to stderr)")
+             "file (unless --no-save) and prints it to stdout once the run ends, or is stopped (all else "
+             "goes to stderr)")
     add("--no-save", action="store_true", help="keep no result file")
     add("--plot", metavar="FILE.png|svg",
         help="after the tables, plot the run's records to FILE (as the plot subcommand draws a result file)")

@@ -10,7 +10,6 @@ from typing import TextIO
 
 import torch
 
-from harness.cli.args import check_writable
 from harness.cli.progress import ProgressDisplay
 from harness.cli.run.output import Outputs, exit_status, print_tables, write_plot
 from harness.cli.signals import Terminated, sigterm_raises
@@ -49,7 +48,7 @@ def run_ranked(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swe
     """Run this rank's share; rank 0 also gathers every rank's records and reports the run."""
     outputs = Outputs.of(args, settings.precision, sorted({s.mode.value for s in sweeps}), data)
     if rank.rank == 0:
-        check_writable(outputs.json_path)
+        outputs.check_writable()
     select_gpu(settings.device)
     store = RecordStore(rank)
     shares = deal(sweeps, rank.world)
