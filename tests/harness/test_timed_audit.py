@@ -144,7 +144,9 @@ CACHES = ["idle_while_timed", "sampled_key_cache", "version_cache", "written_onc
 @pytest.mark.parametrize("backend", CACHES)
 def test_a_backend_that_skips_work_while_timed_fails_in_a_timed_call(backend: str,
                                                                      metrics: list[str]) -> None:
-    cells = run_cells(CheatingExp("cpu", torch.float32), Mode.FWD_NO_GRAD, (1000,), metrics,
+    # sampled_key_cache escapes when the audited step moves one of its three key elements (that
+    # call misses and computes): odds 3 * VARIED_ELEMENTS / numel, 5e-4 here (5% at 1000 elements).
+    cells = run_cells(CheatingExp("cpu", torch.float32), Mode.FWD_NO_GRAD, (100_003,), metrics,
                       ["eager", backend])
     assert cells[("eager", "accuracy")].value == 1.0
     accuracy = cells[(backend, "accuracy")]
