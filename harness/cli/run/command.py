@@ -201,6 +201,10 @@ def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[li
     """The backends to run (speedup baseline first) and the speedup baseline."""
     names = [b.name for b in op.backends()]
     validate_choices(f"backend for {op.name}", (args.only or []) + args.skip, names)
+    outside_only = [n for n in args.skip if args.only and n not in args.only]
+    if outside_only:
+        raise UsageError(f"--skip {','.join(outside_only)}: --only does not name it, so there is nothing "
+                         f"to skip (--only {','.join(args.only)})")
     if args.baseline:
         validate_choices(f"baseline for {op.name}", [args.baseline], names)
     baseline = args.baseline or op.baseline().name
