@@ -359,9 +359,9 @@ def _run_here(args: argparse.Namespace, settings: RunSettings, sweeps: list[Swee
     outputs.save(header, records)
     orders = {sweep.op.name: sweep.backends for sweep in sweeps}
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, orders, outputs)
-    print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}", file=outputs.text)
+    print(f"device: {header['device_name']}  {ceilings_line(ceilings.traffic_gbps)}")
     if line := options_line(header.get("options")):
-        print(line, file=outputs.text)
+        print(line)
     write_plot(header, records, outputs)
     outputs.print_result(header, records)
     if args.shard and not sweeps and ending == "finished":

@@ -56,7 +56,9 @@ def stdout_for_data(reserve: bool) -> Iterator[TextIO]:
 
 @dataclass(frozen=True)
 class Outputs:
-    """Where a run writes: its result file, its CSV target, its plot, and the stamp that names them."""
+    """Where a run writes: its result file, its CSV target, its plot, and the stamp that names them.
+    Tables and notes are plain ``print``: inside ``stdout_for_data`` they reach stderr where stdout
+    carries data."""
 
     json_path: Path | None
     """The result file, rewritten after each cell (None with --no-save)."""
@@ -85,11 +87,6 @@ class Outputs:
         several = len(args.op) * len(modes) > 1
         return cls(json_path, json_stdout, data, args.csv, plot_path, Path(args.output_dir), precision,
                    stamp, several)
-
-    @property
-    def text(self) -> TextIO:
-        """Where the human-readable output goes: stderr when stdout carries CSV or the result file."""
-        return sys.stderr if self.csv == "-" or self.json_stdout else sys.stdout
 
     def check_writable(self) -> None:
         """Fail before the work, not after it, when the result file or the CSV cannot be written."""
@@ -130,10 +127,10 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
     """Every (op, mode, dtype) table on the terminal, and as CSV where ``--csv`` asks."""
     groups = group_records(records)
     for (op, mode, _), group in groups.items():
-        print(render(group, labels[op], orders.get(op)), file=outputs.text)
-        print(file=outputs.text)
+        print(render(group, labels[op], orders.get(op)))
+        print()
         for table in kernel_tables(group):
-            print(table + "\n", file=outputs.text)
+            print(table + "\n")
         if outputs.csv is None:
             continue
         data = TableData(group, labels[op], orders.get(op))
@@ -143,7 +140,7 @@ def print_tables(records: list[Record], labels: dict[str, str], orders: dict[str
             print(csv_text(data.header(), rows, delimiter=";"), file=outputs.data)
         else:
             write_csv(path, data.header(), rows, delimiter=";")
-            print(f"csv: {path}", file=outputs.text)
+            print(f"csv: {path}")
 
 
 def write_plot(header: dict[str, Any], records: list[Record], outputs: Outputs) -> None:
@@ -154,7 +151,7 @@ def write_plot(header: dict[str, Any], records: list[Record], outputs: Outputs) 
         print(f"no plot: the run recorded no {'/'.join(PLOT_METRICS)}", file=sys.stderr)
         return
     plot_results(header, records, outputs.plot_path)
-    print(f"plot: {outputs.plot_path}", file=outputs.text)
+    print(f"plot: {outputs.plot_path}")
 
 
 def failed_cells(records: list[Record]) -> list[str]:
@@ -184,5 +181,5 @@ def exit_status(records: list[Record], ending: str, outputs: Outputs) -> int:
         print(f"nothing was measured: every cell was skipped ({reason})", file=sys.stderr)
         status = 1
     if outputs.json_path is not None:
-        print(f"results: {outputs.json_path}", file=outputs.text)
+        print(f"results: {outputs.json_path}")
     return status

@@ -119,8 +119,7 @@ def _report(sweeps: list[Sweep], records: list[Record], header: dict, outputs: O
     outputs.save(header, records)
     print_tables(records, {s.op.name: s.op.x_val_label for s in sweeps}, order, outputs)
     for gpu in header["gpus"]:
-        print(f"rank {gpu['rank']}: {gpu['device_name']} {gpu['gpu']}  {ceilings_line(gpu['ceilings_gbps'])}",
-              file=outputs.text)
+        print(f"rank {gpu['rank']}: {gpu['device_name']} {gpu['gpu']}  {ceilings_line(gpu['ceilings_gbps'])}")
     write_plot(header, records, outputs)
     outputs.print_result(header, records)
     return exit_status(records, ending, outputs)
