@@ -121,6 +121,8 @@ def test_variant_backends_run_only_when_named(tmp_path: Path) -> None:
         (["--op", "exp", "--skip", "eager"], "speedup baseline"),
         (["--op", "exp", "--only", "eager,triton", "--skip", "helion"],
          "--skip helion: --only does not name it, so there is nothing to skip (--only eager,triton)"),
+        (["--op", "exp", "--only", "triton", "--skip", "eager"], "speedup baseline"),
+        (["--op", "exp", "--only", "eager", "--skip", "triton,helion"], "--only does not name them"),
         (["--op", "exp", "--output-json", "tests"], "is a folder"),
         (["--op", "exp", "--seed", str(2**64 - 1)], "must be within -9223372036854775808.."),
         (["--op", "exp", "--seed", str(-(2**63) - 1)], "must be within -9223372036854775808.."),

@@ -201,16 +201,17 @@ def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[li
     """The backends to run (speedup baseline first) and the speedup baseline."""
     names = [b.name for b in op.backends()]
     validate_choices(f"backend for {op.name}", (args.only or []) + args.skip, names)
-    outside_only = [n for n in args.skip if args.only and n not in args.only]
-    if outside_only:
-        raise UsageError(f"--skip {','.join(outside_only)}: --only does not name it, so there is nothing "
-                         f"to skip (--only {','.join(args.only)})")
     if args.baseline:
         validate_choices(f"baseline for {op.name}", [args.baseline], names)
     baseline = args.baseline or op.baseline().name
     if "speedup" in args.metrics and baseline in args.skip:
         raise UsageError(f"--skip {baseline}: it is the speedup baseline; drop speedup from "
                          "--metrics or choose another --baseline")
+    outside_only = [n for n in args.skip if args.only and n not in args.only]
+    if outside_only:
+        them = "them" if len(outside_only) > 1 else "it"
+        raise UsageError(f"--skip {','.join(outside_only)}: --only does not name {them}, so there is "
+                         f"nothing to skip (--only {','.join(args.only)})")
     default = [b.name for b in op.backends() if b.enabled]
     chosen = [n for n in names if (n in args.only if args.only else n in default) and n not in args.skip]
     if "speedup" in args.metrics and baseline not in chosen:
