@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.report.results import Record, ResultFileError, is_finite_number, read_json
+from harness.report.results import Record, ResultFileError, is_finite_number, is_whole_number, read_json
 from harness.settings import FLUSHES
 
 
@@ -73,16 +73,12 @@ def _timer(value: Any) -> bool:
             and all(is_finite_number(value.get(key)) and value[key] >= 0 for key in ("warmup_ms", "rep_ms")))
 
 
-def _whole_number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 HEADER_FIELDS: dict[str, Callable[[Any], bool]] = {
     "device_name": lambda v: isinstance(v, str),
     "git_commit": lambda v: isinstance(v, str) and v.strip() != "",
-    "repeats": lambda v: _whole_number(v) and v >= 1,
+    "repeats": lambda v: is_whole_number(v) and v >= 1,
     "isolate": lambda v: isinstance(v, bool),
-    "seed": _whole_number,
+    "seed": is_whole_number,
     "options": lambda v: isinstance(v, dict),
     "gpus": lambda v: isinstance(v, list) and all(
         isinstance(g, dict) and isinstance(g.get("device_name", ""), str) for g in v),

@@ -157,6 +157,11 @@ def is_finite_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def is_whole_number(value: Any) -> bool:
+    """An int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def describe_cell(record: Record) -> str:
     """The cell and metric of a record as one phrase: ``latency of exp/fwd/bfloat16/4096/triton``."""
     x_val = "x".join(map(str, record.x_val)) if isinstance(record.x_val, list) else record.x_val
@@ -171,7 +176,7 @@ def malformed(record: Record) -> str | None:
     if not all(isinstance(getattr(record, name), str) for name in names):
         return "op, mode, dtype, backend and metric must be strings"
     x_vals = record.x_val if isinstance(record.x_val, list) else [record.x_val]
-    if not x_vals or not all(isinstance(v, int) and not isinstance(v, bool) for v in x_vals):
+    if not x_vals or not all(is_whole_number(v) for v in x_vals):
         return f"x_val {record.x_val!r} is not an integer or a list of integers"
     if record.status not in STATUSES:
         return f"status {record.status!r} is not one of {', '.join(STATUSES)}"

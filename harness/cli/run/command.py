@@ -207,7 +207,7 @@ def _backends(op: type[BenchmarkOperator], args: argparse.Namespace) -> tuple[li
     if "speedup" in args.metrics and baseline in args.skip:
         raise UsageError(f"--skip {baseline}: it is the speedup baseline; drop speedup from "
                          "--metrics or choose another --baseline")
-    outside_only = [n for n in args.skip if args.only and n not in args.only]
+    outside_only = [n for n in args.skip if n not in args.only] if args.only else []
     if outside_only:
         them = "them" if len(outside_only) > 1 else "it"
         raise UsageError(f"--skip {','.join(outside_only)}: --only does not name {them}, so there is "
