@@ -12,7 +12,7 @@ import torch
 from harness.device import prepare_backends
 
 HERE = Path(__file__).parent
-REASON = "run `python -m pytest tests/gpu` on its own on a GPU machine"
+REASON = "run `python -m pytest tests/gpu` on its own (no -n) on a GPU machine"
 
 
 def _runnable() -> bool:

@@ -33,8 +33,10 @@ def _cells(path: Path) -> dict:
 
 
 def _torchrun(nproc: int, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``torchrun --standalone`` (a free port, so that test workers running at once do not meet)."""
     return subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "run.py", *args],
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+         "run.py", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
