@@ -1,5 +1,6 @@
-"""Tests of compiled kernels on a GPU: skipped where there is none, or where this process runs
-Triton's CPU interpreter (a whole-suite run does: its kernels were set up for the interpreter)."""
+"""Tests of compiled kernels on a GPU: skipped where there is none, where this process runs
+Triton's CPU interpreter (a whole-suite run does: its kernels were set up for the interpreter), or
+in a pytest-xdist worker (workers sharing the GPU would skew the timings these tests check)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ REASON = "run `python -m pytest tests/gpu` on its own (no -n) on a GPU machine"
 
 
 def _runnable() -> bool:
-    return torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
+    return (torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ
+            and "PYTEST_XDIST_WORKER" not in os.environ)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
